@@ -1,0 +1,130 @@
+-- Core schema: identity plane (users, api_keys) and tenant plane (sessions, session_versions,
+-- rate_limit_events, audit_events). Runs as the owner role; the app role only gets DML.
+
+CREATE EXTENSION IF NOT EXISTS vector;
+
+-- The role the server connects as. NOLOGIN here: local mode turns LOGIN on, a cloud deploy
+-- sets a password (docs/deploy.md). Never a superuser, never BYPASSRLS, never the owner.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sessionvault_app') THEN
+        CREATE ROLE sessionvault_app NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    END IF;
+END $$;
+
+-- NULL when no tenant is set, so every policy below matches nothing: a forgotten scope fails closed.
+CREATE FUNCTION app_current_user_id() RETURNS uuid
+    LANGUAGE sql STABLE
+    AS $$ SELECT NULLIF(current_setting('app.user_id', true), '')::uuid $$;
+
+CREATE TABLE users (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    name        text NOT NULL UNIQUE,
+    dek_wrapped bytea NOT NULL,
+    key_id      text NOT NULL,          -- which master key / KMS key wrapped the DEK
+    disabled_at timestamptz,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE api_keys (
+    id           uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id      uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    key_hash     bytea NOT NULL UNIQUE,  -- SHA-256 of the whole key; the key itself is never stored
+    key_prefix   text NOT NULL,
+    label        text NOT NULL DEFAULT '',
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    last_used_at timestamptz,
+    revoked_at   timestamptz
+);
+CREATE INDEX api_keys_user ON api_keys (user_id);
+
+-- One row per session name: the head version, the plaintext preview and the embedding.
+CREATE TABLE sessions (
+    id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id         uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    name            text NOT NULL,
+    repo            text NOT NULL DEFAULT '',
+    preview         text NOT NULL,
+    client          text NOT NULL DEFAULT '',
+    version         integer NOT NULL,
+    embedding       vector,             -- dimension follows the provider, see embedding_model
+    embedding_model text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (user_id, name)
+);
+CREATE INDEX sessions_recent ON sessions (user_id, updated_at DESC);
+CREATE INDEX sessions_repo_recent ON sessions (user_id, repo, updated_at DESC);
+-- HNSW needs a fixed dimension: one partial expression index per supported dimension
+-- (384 = all-MiniLM-L6-v2, 1536 = text-embedding-3-small).
+CREATE INDEX sessions_embedding_384 ON sessions
+    USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE vector_dims(embedding) = 384;
+CREATE INDEX sessions_embedding_1536 ON sessions
+    USING hnsw ((embedding::vector(1536)) vector_cosine_ops) WHERE vector_dims(embedding) = 1536;
+
+-- Every saved version, the head included; content is AES-256-GCM ciphertext only.
+CREATE TABLE session_versions (
+    session_id uuid NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    user_id    uuid NOT NULL,
+    version    integer NOT NULL,
+    nonce      bytea NOT NULL,
+    ciphertext bytea NOT NULL,
+    client     text NOT NULL DEFAULT '',
+    saved_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session_id, version)
+);
+
+CREATE TABLE rate_limit_events (
+    user_id uuid NOT NULL,
+    at      timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX rate_limit_events_user_at ON rate_limit_events (user_id, at);
+CREATE INDEX rate_limit_events_at ON rate_limit_events (at);
+
+-- No PII: IP and user agent only as salted SHA-256, errors only as a short class.
+CREATE TABLE audit_events (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id     uuid,                   -- NULL for requests that failed authentication
+    at          timestamptz NOT NULL DEFAULT now(),
+    request_id  text NOT NULL DEFAULT '',
+    tool        text NOT NULL,
+    outcome     text NOT NULL CHECK (outcome IN ('ok', 'error')),
+    error_class text CHECK (error_class IN
+        ('auth', 'rate_limit', 'validation', 'not_found', 'db', 'provider', 'timeout', 'internal')),
+    latency_ms  integer NOT NULL,
+    ip_hash     bytea,
+    ua_hash     bytea
+);
+CREATE INDEX audit_events_user_at ON audit_events (user_id, at);
+CREATE INDEX audit_events_at ON audit_events (at);
+
+-- Tenant plane: ENABLE + FORCE so even the owner is subject to the policies.
+ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessions FORCE ROW LEVEL SECURITY;
+CREATE POLICY sessions_tenant ON sessions
+    USING (user_id = app_current_user_id()) WITH CHECK (user_id = app_current_user_id());
+
+ALTER TABLE session_versions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE session_versions FORCE ROW LEVEL SECURITY;
+CREATE POLICY session_versions_tenant ON session_versions
+    USING (user_id = app_current_user_id()) WITH CHECK (user_id = app_current_user_id());
+
+ALTER TABLE rate_limit_events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE rate_limit_events FORCE ROW LEVEL SECURITY;
+CREATE POLICY rate_limit_events_tenant ON rate_limit_events
+    USING (user_id = app_current_user_id()) WITH CHECK (user_id = app_current_user_id());
+
+ALTER TABLE audit_events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE audit_events FORCE ROW LEVEL SECURITY;
+CREATE POLICY audit_events_read ON audit_events FOR SELECT
+    USING (user_id = app_current_user_id());
+-- A failed authentication has no tenant: its row is written with no tenant set and a NULL user.
+CREATE POLICY audit_events_write ON audit_events FOR INSERT
+    WITH CHECK (user_id IS NOT DISTINCT FROM app_current_user_id());
+
+GRANT USAGE ON SCHEMA public TO sessionvault_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_versions, rate_limit_events
+    TO sessionvault_app;
+-- DELETE: retention pruning and deleting a user with all their data.
+GRANT SELECT, INSERT, DELETE ON audit_events TO sessionvault_app;

@@ -1,0 +1,26 @@
+"""API keys: `sv_live_` + 24 random bytes (base64url); only their SHA-256 is ever stored."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+
+PREFIX = "sv_live_"
+PREFIX_CHARS = 12  # shown next to the label, e.g. sv_live_a1b2
+
+
+def generate() -> str:
+    return PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
+
+
+def digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def display_prefix(key: str) -> str:
+    return key[:PREFIX_CHARS]
+
+
+def looks_like_key(value: str) -> bool:
+    return value.startswith(PREFIX) and 30 <= len(value) <= 64

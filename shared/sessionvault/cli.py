@@ -1,0 +1,242 @@
+"""The `sessionvault` command: run the server (embedded or against any DATABASE_URL), migrate,
+and manage users and keys. With no DATABASE_URL every command uses the embedded database."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sessionvault import accounts
+from sessionvault.config import Settings, default_home
+from sessionvault.errors import ConfigError
+from sessionvault.migrations import migrate
+
+DEFAULT_PORT = 8765
+LOCAL_USER = "local"
+
+
+@dataclass
+class Target:
+    settings: Settings
+    owner_url: str  # for migrations
+
+
+def local_settings(home: Path, env: dict[str, str] | None = None) -> Target:
+    """Settings for the embedded default: state folder, local key provider, local embeddings."""
+    from sessionvault import embedded
+
+    env = dict(os.environ if env is None else env)
+    db = embedded.start(home)
+    default_embeddings = "openai" if env.get("OPENAI_API_KEY") else "local"
+    settings = Settings.from_env(
+        env,
+        database_url=db.app_url,
+        key_provider="local",
+        master_key="",
+        master_key_file=_ensure_master_key(db.master_key_file),
+        audit_salt=db.audit_salt,
+        embeddings=env.get("SESSIONVAULT_EMBEDDINGS") or default_embeddings,
+    )
+    return Target(settings, db.owner_url)
+
+
+def _ensure_master_key(path: Path) -> Path:
+    from sessionvault.keyprovider import load_or_create_master_key
+
+    load_or_create_master_key(path)
+    return path
+
+
+def target() -> Target:
+    if os.environ.get("DATABASE_URL"):
+        owner = os.environ.get("DATABASE_OWNER_URL", os.environ["DATABASE_URL"])
+        return Target(Settings.from_env(), owner)
+    return local_settings(default_home())
+
+
+@contextmanager
+def runtime_for(t: Target) -> Iterator:
+    from sessionvault.runtime import open_runtime
+
+    rt = open_runtime(t.settings, pool_size=2)
+    try:
+        yield rt
+    finally:
+        rt.close()
+
+
+def serve(t: Target, host: str, port: int) -> None:
+    import uvicorn
+
+    from sessionvault.app import SessionVaultApp
+    from sessionvault.runtime import open_runtime
+
+    rt = open_runtime(t.settings)
+    # Load a local model now, not inside the first save_session (it takes seconds).
+    threading.Thread(target=rt.vault.embedder.embed, args=("warm up",), daemon=True).start()
+    print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
+    try:
+        uvicorn.run(SessionVaultApp(rt), host=host, port=port, log_level="warning")
+    finally:
+        rt.close()
+
+
+def client_instructions(url: str, key: str | None) -> str:
+    shown = key or "${SESSIONVAULT_API_KEY}"
+    desktop = {"mcpServers": {"sessionvault": {"url": url, "headers": {"Authorization": f"Bearer {shown}"}}}}
+    return "\n".join(
+        [
+            "Connect your AI clients:",
+            "",
+            "  Claude Code:",
+            f"    claude mcp add --transport http sessionvault {url} \\",
+            f'      --header "Authorization: Bearer {shown}"',
+            "",
+            "  Cursor (~/.cursor/mcp.json):",
+            *("    " + line for line in json.dumps(desktop, indent=2).splitlines()),
+            "",
+            "  Other clients: sessionvault connect --help",
+        ]
+    )
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    home = default_home()
+    t = local_settings(home)
+    print(f"State folder: {home}  (database, master key, audit salt; delete it to start over)")
+    print(f"Embeddings: {t.settings.embeddings}")
+    url = f"http://{args.host}:{args.port}/mcp"
+    with runtime_for(t) as rt:
+        key = None
+        try:
+            user_id = accounts.resolve_user(rt.db, LOCAL_USER)
+        except accounts.AccountError:
+            user_id = accounts.create_user(rt.db, rt.keys.provider, LOCAL_USER)
+            key, _ = accounts.create_key(rt.db, user_id, "make dev")
+    if key:
+        print("\nYour API key (shown once; store it, e.g. export SESSIONVAULT_API_KEY=...):")
+        print(f"\n  {key}\n")
+    else:
+        print("\nUsing the existing local user; its key was shown on the first run.")
+        print("Lost it? sessionvault key create --label laptop")
+    print(client_instructions(url, key), "\n", flush=True)
+    serve(t, args.host, args.port)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    serve(target(), args.host, args.port)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    t = target()  # the embedded path migrates on start already
+    applied = migrate(t.owner_url)
+    print("applied: " + ", ".join(applied) if applied else "up to date")
+    return 0
+
+
+def cmd_user_create(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        user_id = accounts.create_user(rt.db, rt.keys.provider, args.name)
+    print(user_id)
+    return 0
+
+
+def cmd_user_disable(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        accounts.disable_user(rt.db, accounts.resolve_user(rt.db, args.user))
+    print("disabled")
+    return 0
+
+
+def cmd_user_delete(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        accounts.delete_user(rt.db, accounts.resolve_user(rt.db, args.user))
+    print("deleted, with all their sessions, keys and records")
+    return 0
+
+
+def cmd_key_create(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        key, prefix = accounts.create_key(rt.db, accounts.resolve_user(rt.db, args.user), args.label)
+    print(key)
+    print(f"(shown once; listed later as {prefix}...)", file=sys.stderr)
+    return 0
+
+
+def cmd_key_list(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        user_id = accounts.resolve_user(rt.db, args.user) if args.user else None
+        rows = accounts.list_keys(rt.db, user_id)
+    for r in rows:
+        state = "revoked" if r["revoked_at"] else "active"
+        used = r["last_used_at"].isoformat(timespec="minutes") if r["last_used_at"] else "never"
+        print(f"{r['prefix']}...  {state:8} {r['user']:12} last used {used:17} {r['label']}")
+    return 0
+
+
+def cmd_key_revoke(args: argparse.Namespace) -> int:
+    with runtime_for(target()) as rt:
+        count = accounts.revoke_key(rt.db, args.prefix)
+    print(f"revoked {count} key(s)")
+    return 0 if count else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    for name, fn, help_ in (
+        ("dev", cmd_dev, "embedded Postgres + local keys + local user, then serve"),
+        ("serve", cmd_serve, "serve against DATABASE_URL (or the embedded database)"),
+    ):
+        sp = sub.add_parser(name, help=help_)
+        sp.add_argument("--host", default="127.0.0.1")
+        sp.add_argument("--port", type=int, default=int(os.environ.get("SESSIONVAULT_PORT", DEFAULT_PORT)))
+        sp.set_defaults(func=fn)
+    sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
+
+    user = sub.add_parser("user", help="manage users").add_subparsers(dest="action", required=True)
+    sp = user.add_parser("create")
+    sp.add_argument("name")
+    sp.set_defaults(func=cmd_user_create)
+    for name, fn in (("disable", cmd_user_disable), ("delete", cmd_user_delete)):
+        sp = user.add_parser(name)
+        sp.add_argument("user", help="name or id")
+        sp.set_defaults(func=fn)
+
+    key = sub.add_parser("key", help="manage API keys").add_subparsers(dest="action", required=True)
+    sp = key.add_parser("create")
+    sp.add_argument("--user", default=LOCAL_USER, help="name or id (default: local)")
+    sp.add_argument("--label", default="")
+    sp.set_defaults(func=cmd_key_create)
+    sp = key.add_parser("list")
+    sp.add_argument("--user", default="")
+    sp.set_defaults(func=cmd_key_list)
+    sp = key.add_parser("revoke")
+    sp.add_argument("prefix", help="the key's first 12 characters, e.g. sv_live_a1b2")
+    sp.set_defaults(func=cmd_key_revoke)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, accounts.AccountError) as exc:
+        print(f"sessionvault: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

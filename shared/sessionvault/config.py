@@ -1,0 +1,114 @@
+"""Settings, read once from the environment; a missing or placeholder value stops the start."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sessionvault.errors import ConfigError
+
+_PLACEHOLDERS = (
+    "change_me",
+    "changeme",
+    "change-me",
+    "placeholder",
+    "your_",
+    "your-",
+    "xxx",
+    "todo",
+)
+
+
+def is_placeholder(value: str) -> bool:
+    """True for values that were obviously never filled in (CHANGE_ME, your-key-here, xxxx...)."""
+    lowered = value.strip().lower()
+    return not lowered or any(p in lowered for p in _PLACEHOLDERS) or len(set(lowered)) == 1
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("SESSIONVAULT_HOME", Path.home() / ".sessionvault")).expanduser()
+
+
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = field(repr=False)
+    key_provider: str = "local"  # local | kms
+    master_key: str = field(default="", repr=False)  # local provider, or master_key_file
+    master_key_file: Path | None = None
+    kms_key_id: str = ""
+    audit_salt: str = field(default="", repr=False)
+    embeddings: str = "none"  # openai | local | none
+    openai_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
+    openai_model: str = "text-embedding-3-small"
+    embed_timeout_s: float = 10.0
+    rate_per_minute: int = 60
+    rate_per_day: int = 1000
+    history_keep: int = 20  # previous versions kept per session, besides the head
+    max_body_bytes: int = 1_048_576
+    allowed_hosts: tuple[str, ...] = field(default=("127.0.0.1:*", "localhost:*", "[::1]:*"))
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+        env = dict(os.environ if env is None else env)
+        hosts = env.get("SESSIONVAULT_ALLOWED_HOSTS", "")
+        values: dict[str, object] = {
+            "database_url": env.get("DATABASE_URL", ""),
+            "key_provider": env.get("SESSIONVAULT_KEY_PROVIDER", "local"),
+            "master_key": env.get("SESSIONVAULT_MASTER_KEY", ""),
+            "kms_key_id": env.get("SESSIONVAULT_KMS_KEY_ID", ""),
+            "audit_salt": env.get("SESSIONVAULT_AUDIT_SALT", ""),
+            "embeddings": env.get("SESSIONVAULT_EMBEDDINGS", "none"),
+            "openai_api_key": env.get("OPENAI_API_KEY", ""),
+            "openai_base_url": env.get("OPENAI_BASE_URL", ""),
+            "openai_model": env.get("SESSIONVAULT_OPENAI_MODEL", "text-embedding-3-small"),
+            "rate_per_minute": _int(env, "SESSIONVAULT_RATE_PER_MINUTE", 60),
+            "rate_per_day": _int(env, "SESSIONVAULT_RATE_PER_DAY", 1000),
+            "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
+        }
+        if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
+            values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])
+        if hosts:
+            values["allowed_hosts"] = tuple(h.strip() for h in hosts.split(",") if h.strip())
+        values.update(overrides)
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.check()
+        return settings
+
+    def problems(self) -> list[str]:
+        """Every unusable setting, one message each (all of them, not just the first)."""
+        found = []
+        if not self.database_url or is_placeholder(self.database_url):
+            found.append("DATABASE_URL is missing")
+        if self.key_provider not in ("local", "kms"):
+            found.append(f"SESSIONVAULT_KEY_PROVIDER must be local or kms, not {self.key_provider!r}")
+        if self.key_provider == "local" and not (self.master_key or self.master_key_file):
+            found.append("SESSIONVAULT_MASTER_KEY or SESSIONVAULT_MASTER_KEY_FILE is missing")
+        if self.key_provider == "kms" and is_placeholder(self.kms_key_id):
+            found.append("SESSIONVAULT_KMS_KEY_ID is missing or a placeholder")
+        if is_placeholder(self.audit_salt) or len(self.audit_salt) < 16:
+            found.append("SESSIONVAULT_AUDIT_SALT is missing, a placeholder or under 16 characters")
+        if self.embeddings not in ("openai", "local", "none"):
+            found.append(f"SESSIONVAULT_EMBEDDINGS must be openai, local or none, not {self.embeddings!r}")
+        if self.embeddings == "openai" and not self.openai_base_url and is_placeholder(self.openai_api_key):
+            found.append("OPENAI_API_KEY is missing or a placeholder (needed for openai embeddings)")
+        return found
+
+    def check(self) -> None:
+        found = self.problems()
+        if found:
+            raise ConfigError("; ".join(found))

@@ -1,0 +1,32 @@
+"""AES-256-GCM with associated data: 12-byte random nonce, 16-byte tag appended to the ciphertext."""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from sessionvault.errors import DecryptionFailed
+
+KEY_BYTES = 32
+NONCE_BYTES = 12
+
+
+def seal(key: bytes, plaintext: bytes, associated_data: bytes) -> tuple[bytes, bytes]:
+    """Encrypt; returns (nonce, ciphertext || tag)."""
+    nonce = os.urandom(NONCE_BYTES)
+    return nonce, AESGCM(key).encrypt(nonce, plaintext, associated_data)
+
+
+def unseal(key: bytes, nonce: bytes, ciphertext: bytes, associated_data: bytes) -> bytes:
+    """Decrypt and authenticate; any tampering (or the wrong row's data) raises DecryptionFailed."""
+    try:
+        return AESGCM(key).decrypt(nonce, ciphertext, associated_data)
+    except (InvalidTag, ValueError):
+        raise DecryptionFailed() from None
+
+
+def session_aad(user_id: str, name: str, version: int) -> bytes:
+    """Binds a ciphertext to its row, so it cannot be moved to another user, name or version."""
+    return f"sessionvault/session/v1\x1f{user_id}\x1f{name}\x1f{version}".encode()

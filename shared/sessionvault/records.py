@@ -1,0 +1,100 @@
+"""The session record and every tool's arguments, with the caps a looping agent runs into."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from sessionvault.errors import ValidationFailed
+
+MAX_TEXT = 4000
+MAX_ITEMS = 200
+PREVIEW_CHARS = 120
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000) characters")
+    return value
+
+
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_no_nul)]
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
+Repo = Annotated[str, Field(max_length=300), AfterValidator(_no_nul)]
+Items = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=False)
+
+
+class Decision(Strict):
+    decision: Annotated[Text, Field(min_length=1)]
+    reason: Annotated[Text, Field(min_length=1)]
+
+
+class SaveArgs(Strict):
+    name: Annotated[Name, Field(description="Session name; saving an existing name adds a version")]
+    summary: Annotated[Text, Field(min_length=1, description="Where things stand, for the next tool")]
+    repo: Annotated[Repo, Field(description="Repository identity, e.g. github.com/org/app")] = ""
+    plan: Annotated[Items, Field(description="Plan steps")] = []
+    decisions: Annotated[
+        list[Decision], Field(max_length=MAX_ITEMS, description="Decisions with their reasons")
+    ] = []
+    todos: Annotated[Items, Field(description="Next steps")] = []
+    files: Annotated[Items, Field(description="Relevant file paths")] = []
+    errors: Annotated[Items, Field(description="Errors seen")] = []
+    tried: Annotated[Items, Field(description="What was tried and the result")] = []
+    client: Annotated[Repo, Field(description="Your client's name, e.g. claude-code")] = ""
+
+
+class LoadArgs(Strict):
+    name: Annotated[
+        str,
+        Field(max_length=200, description="Exact name; empty = latest for repo"),
+        AfterValidator(_no_nul),
+    ] = ""
+    repo: Annotated[Repo, Field(description="With no name: load this repo's latest session")] = ""
+    mode: Annotated[
+        Literal["brief", "normal", "full"],
+        Field(description="brief=summary, normal=whole record, full=plus related sessions"),
+    ] = "normal"
+    version: Annotated[int, Field(ge=0, description="An earlier version; 0 = latest")] = 0
+
+
+class SearchArgs(Strict):
+    query: Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_no_nul)]
+    repo: Annotated[Repo, Field(description="Only this repo")] = ""
+    max_results: Annotated[int, Field(ge=1, le=20)] = 5
+    max_tokens: Annotated[int, Field(ge=0, le=100_000, description="Budget; 0 = none")] = 0
+
+
+class ListArgs(Strict):
+    repo: Annotated[Repo, Field(description="Only this repo")] = ""
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Annotated[str, Field(max_length=20, description="next_cursor of the previous page")] = ""
+
+
+class DeleteArgs(Strict):
+    name: Name
+
+
+# The record as stored (encrypted) and returned by load_session.
+RECORD_FIELDS = ("summary", "plan", "decisions", "todos", "files", "errors", "tried")
+
+
+def preview(summary: str) -> str:
+    return summary[:PREVIEW_CHARS]
+
+
+def parse(model: type[Strict], arguments: dict[str, Any] | None) -> Any:
+    """Validate tool arguments; the error names each bad field and never echoes its value."""
+    try:
+        return model.model_validate(arguments or {})
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_input=False, include_url=False):
+            where = ".".join(str(p) for p in err["loc"]) or "arguments"
+            problems.append(f"{where}: {err['msg']}")
+        raise ValidationFailed("invalid arguments: " + "; ".join(problems)) from None

@@ -1,0 +1,50 @@
+"""The composition root: settings in, every long-lived object of one process out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcp.server.lowlevel import Server
+
+from sessionvault import embeddings
+from sessionvault.config import Settings
+from sessionvault.db import Database
+from sessionvault.errors import ConfigError
+from sessionvault.keyprovider import (
+    DekCache,
+    KeyProvider,
+    KmsKeyProvider,
+    LocalKeyProvider,
+    parse_master_key,
+)
+from sessionvault.tools import build_server
+from sessionvault.vault import Vault
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    keys: DekCache
+    vault: Vault
+    server: Server
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def key_provider(settings: Settings) -> KeyProvider:
+    if settings.key_provider == "kms":
+        return KmsKeyProvider(settings.kms_key_id)
+    if settings.master_key:
+        return LocalKeyProvider(parse_master_key(settings.master_key))
+    if settings.master_key_file and settings.master_key_file.exists():
+        return LocalKeyProvider(parse_master_key(settings.master_key_file.read_text()))
+    raise ConfigError(f"master key file not found: {settings.master_key_file}")
+
+
+def open_runtime(settings: Settings, *, pool_size: int = 8) -> Runtime:
+    keys = DekCache(key_provider(settings))
+    db = Database(settings.database_url, max_size=pool_size)
+    vault = Vault(db, keys, embeddings.from_settings(settings), settings.history_keep)
+    return Runtime(settings, db, keys, vault, build_server(vault))

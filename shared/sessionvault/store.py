@@ -1,0 +1,167 @@
+"""Data access for the tenant plane. Every function runs inside a tenant transaction
+(`Database.tenant`), so RLS scopes it; the explicit user_id filters are there for the indexes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from pgvector import Vector
+
+
+def upsert_head(
+    conn: psycopg.Connection,
+    user_id: str,
+    *,
+    name: str,
+    repo: str,
+    preview: str,
+    client: str,
+    embedding: list[float] | None,
+    model: str | None,
+) -> dict[str, Any]:
+    """Create the session or bump its version; the row lock serialises concurrent saves."""
+    return conn.execute(
+        """
+        INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model)
+        VALUES (%s, %s, %s, %s, %s, 1, %s, %s)
+        ON CONFLICT (user_id, name) DO UPDATE SET
+            repo = EXCLUDED.repo, preview = EXCLUDED.preview, client = EXCLUDED.client,
+            version = sessions.version + 1, embedding = EXCLUDED.embedding,
+            embedding_model = EXCLUDED.embedding_model, updated_at = now()
+        RETURNING id, version, updated_at
+        """,
+        (user_id, name, repo, preview, client, _vec(embedding), model if embedding else None),
+    ).fetchone()
+
+
+def insert_version(
+    conn: psycopg.Connection,
+    user_id: str,
+    session_id: str,
+    version: int,
+    nonce: bytes,
+    ciphertext: bytes,
+    client: str,
+    keep_previous: int,
+) -> None:
+    conn.execute(
+        "INSERT INTO session_versions (session_id, user_id, version, nonce, ciphertext, client)"
+        " VALUES (%s, %s, %s, %s, %s, %s)",
+        (session_id, user_id, version, nonce, ciphertext, client),
+    )
+    conn.execute(
+        "DELETE FROM session_versions WHERE session_id = %s AND version < %s",
+        (session_id, version - keep_previous),
+    )
+
+
+_LOAD = """
+    SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
+           v.client, v.saved_at, s.embedding_model, vector_dims(s.embedding) AS dims
+    FROM sessions s
+    JOIN session_versions v ON v.session_id = s.id AND v.version = COALESCE(%(version)s, s.version)
+    WHERE s.user_id = %(user_id)s
+"""
+
+
+def get_by_name(
+    conn: psycopg.Connection, user_id: str, name: str, version: int | None
+) -> dict[str, Any] | None:
+    sql = _LOAD + " AND s.name = %(name)s"
+    return conn.execute(sql, {"user_id": user_id, "name": name, "version": version}).fetchone()
+
+
+def get_latest_for_repo(conn: psycopg.Connection, user_id: str, repo: str) -> dict[str, Any] | None:
+    sql = _LOAD + " AND (%(repo)s = '' OR s.repo = %(repo)s) ORDER BY s.updated_at DESC LIMIT 1"
+    return conn.execute(sql, {"user_id": user_id, "repo": repo, "version": None}).fetchone()
+
+
+def versions(conn: psycopg.Connection, session_id: str) -> list[int]:
+    rows = conn.execute(
+        "SELECT version FROM session_versions WHERE session_id = %s ORDER BY version DESC",
+        (session_id,),
+    ).fetchall()
+    return [r["version"] for r in rows]
+
+
+def embedding_of(conn: psycopg.Connection, session_id: str) -> list[float] | None:
+    row = conn.execute("SELECT embedding FROM sessions WHERE id = %s", (session_id,)).fetchone()
+    return None if row is None or row["embedding"] is None else row["embedding"].to_list()
+
+
+def nearest(
+    conn: psycopg.Connection,
+    user_id: str,
+    vector: list[float],
+    model: str,
+    *,
+    repo: str = "",
+    limit: int = 5,
+    exclude_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """Cosine nearest heads of the same embedding model, with their head ciphertext.
+
+    The HNSW scan runs before RLS and the repo filter; iterative scans keep going until
+    `limit` rows survive them (pgvector >= 0.8), so a small tenant among many still gets hits."""
+    dims = len(vector)
+    if dims not in (384, 1536):
+        return []
+    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+    # dims is one of two integers, so formatting it into the SQL is safe
+    typed = f"embedding::vector({dims})"
+    return conn.execute(
+        f"""
+        SELECT s.id, s.name, s.repo, s.version, s.updated_at, v.nonce, v.ciphertext,
+               {typed} <=> %(q)s AS distance
+        FROM sessions s
+        JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
+        WHERE s.user_id = %(user_id)s AND vector_dims(s.embedding) = {dims}
+          AND s.embedding_model = %(model)s
+          AND (%(repo)s = '' OR s.repo = %(repo)s)
+          AND s.id IS DISTINCT FROM %(exclude)s
+        ORDER BY {typed} <=> %(q)s
+        LIMIT %(limit)s
+        """,
+        {
+            "q": Vector(vector),
+            "user_id": user_id,
+            "model": model,
+            "repo": repo,
+            "exclude": exclude_id,
+            "limit": limit,
+        },
+    ).fetchall()
+
+
+def page(conn: psycopg.Connection, user_id: str, repo: str, limit: int, offset: int) -> list[dict[str, Any]]:
+    return conn.execute(
+        """
+        SELECT name, repo, preview, version, client, updated_at FROM sessions
+        WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)
+        ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s
+        """,
+        {"user_id": user_id, "repo": repo, "limit": limit, "offset": offset},
+    ).fetchall()
+
+
+def delete(conn: psycopg.Connection, user_id: str, name: str) -> int | None:
+    """Delete a session and its history; the number of versions removed, or None if absent."""
+    row = conn.execute(
+        """
+        WITH gone AS (DELETE FROM sessions WHERE user_id = %s AND name = %s RETURNING id)
+        SELECT count(v.version) AS versions, count(DISTINCT gone.id) AS found
+        FROM gone LEFT JOIN session_versions v ON v.session_id = gone.id
+        """,
+        (user_id, name),
+    ).fetchone()
+    return row["versions"] if row["found"] else None
+
+
+def _vec(embedding: list[float] | None) -> Vector | None:
+    return None if embedding is None else Vector(embedding)
+
+
+def iso(ts: datetime) -> str:
+    return ts.isoformat(timespec="seconds")

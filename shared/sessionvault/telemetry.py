@@ -1,0 +1,76 @@
+"""One structured JSON log line per request (Powertools Logger; correlation id = the request
+id) and, inside Lambda, CloudWatch metrics (Powertools Metrics, embedded metric format)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from sessionvault.errors import ErrorClass
+
+
+@dataclass
+class RequestLog:
+    request_id: str
+    ip: str = ""
+    user_agent: str = ""
+    tool: str = ""
+    user_id: str | None = None
+    status: int = 0
+    error_class: ErrorClass | None = None
+    auth_reason: str = ""  # why a key was refused: logged here, never sent to the caller
+    latency_ms: int = 0
+
+    def fields(self) -> dict[str, Any]:
+        # ip and user agent stay out: the audit row keeps only their salted hashes
+        return {
+            "request_id": self.request_id,
+            "tool": self.tool,
+            "user_id": self.user_id,
+            "status": self.status,
+            "outcome": "error" if self.error_class else "ok",
+            "error_class": self.error_class,
+            "auth_reason": self.auth_reason or None,
+            "latency_ms": self.latency_ms,
+        }
+
+
+@cache
+def logger() -> Any:
+    from aws_lambda_powertools import Logger
+
+    return Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "sessionvault"))
+
+
+@cache
+def metrics() -> Any:
+    from aws_lambda_powertools import Metrics
+
+    return Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "SessionVault"))
+
+
+def in_lambda() -> bool:
+    return "AWS_LAMBDA_FUNCTION_NAME" in os.environ
+
+
+def emit(ctx: RequestLog) -> None:
+    log = logger()
+    log.set_correlation_id(ctx.request_id)
+    log.info("request", extra=ctx.fields())
+    if in_lambda():
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        m = metrics()
+        m.add_dimension(name="tool", value=ctx.tool or "none")
+        m.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+        m.add_metric(name="Errors", unit=MetricUnit.Count, value=1 if ctx.error_class else 0)
+        m.add_metric(name="Latency", unit=MetricUnit.Milliseconds, value=ctx.latency_ms)
+        m.flush_metrics()
+
+
+def audit_write_failed(ctx: RequestLog, exc: Exception) -> None:
+    logger().error(
+        "audit write failed", extra={"request_id": ctx.request_id, "error_type": type(exc).__name__}
+    )

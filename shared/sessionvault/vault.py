@@ -1,0 +1,212 @@
+"""What the tools do: save, load, search, list and delete sessions for one authenticated user.
+Logic lives here; SQL lives in `store`; the tenant comes only from the Principal."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionvault import crypto, store
+from sessionvault.db import Database
+from sessionvault.embeddings import Embedder
+from sessionvault.keyprovider import DekCache, WrappedKey
+from sessionvault.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadArgs, SaveArgs, SearchArgs
+from sessionvault.records import preview as make_preview
+
+RELATED_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, as established by the API key. Nothing a caller sends can change it."""
+
+    user_id: str
+    wrapped_dek: WrappedKey
+    key_id: str = ""
+
+
+def embedding_text(args: SaveArgs) -> str:
+    """What a session means, for search: name, repo, summary and the lists, most telling first."""
+    parts = [args.name, args.repo, args.summary, *args.plan, *args.todos, *args.tried]
+    parts += [f"{d.decision} because {d.reason}" for d in args.decisions]
+    parts += args.errors + args.files
+    return "\n".join(p for p in parts if p)
+
+
+def estimate_tokens(value: Any) -> int:
+    """Characters / 4 of the JSON form: the usual rough rule, good enough to pack a budget."""
+    return len(json.dumps(value, default=str)) // 4 + 1
+
+
+class Vault:
+    def __init__(self, db: Database, keys: DekCache, embedder: Embedder, history_keep: int = 20):
+        self.db = db
+        self.keys = keys
+        self.embedder = embedder
+        self.history_keep = history_keep
+
+    def _dek(self, who: Principal) -> bytes:
+        return self.keys.unwrap(who.user_id, who.wrapped_dek)
+
+    def _open(self, who: Principal, dek: bytes, name: str, row: dict[str, Any]) -> dict[str, Any]:
+        aad = crypto.session_aad(who.user_id, name, row["version"])
+        return json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+
+    def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
+        # Embed before the transaction: a slow provider must not hold row locks.
+        vector = self.embedder.embed(embedding_text(args))
+        dek = self._dek(who)
+        record = args.model_dump(mode="json")
+        record["saved_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        with self.db.tenant(who.user_id) as conn:
+            head = store.upsert_head(
+                conn,
+                who.user_id,
+                name=args.name,
+                repo=args.repo,
+                preview=make_preview(args.summary),
+                client=args.client,
+                embedding=vector,
+                model=self.embedder.model,
+            )
+            aad = crypto.session_aad(who.user_id, args.name, head["version"])
+            nonce, ct = crypto.seal(dek, json.dumps(record).encode(), aad)
+            store.insert_version(
+                conn,
+                who.user_id,
+                head["id"],
+                head["version"],
+                nonce,
+                ct,
+                args.client,
+                self.history_keep,
+            )
+        return {
+            "saved": True,
+            "name": args.name,
+            "version": head["version"],
+            "saved_at": store.iso(head["updated_at"]),
+            "embedded": vector is not None,
+        }
+
+    def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
+        dek = self._dek(who)
+        with self.db.tenant(who.user_id) as conn:
+            if args.name:
+                row = store.get_by_name(conn, who.user_id, args.name, args.version or None)
+            else:
+                row = store.get_latest_for_repo(conn, who.user_id, args.repo)
+            if row is None:
+                return _not_found(args)
+            record = self._open(who, dek, row["name"], row)
+            out: dict[str, Any] = {
+                "found": True,
+                "name": row["name"],
+                "repo": record.get("repo", row["repo"]),
+                "version": row["version"],
+                "latest_version": row["head"],
+                "saved_at": record["saved_at"],
+                "client": row["client"],
+            }
+            if args.mode == "brief":
+                out["summary"] = record["summary"]
+                return out
+            out.update({field: record[field] for field in RECORD_FIELDS})
+            out["versions"] = store.versions(conn, row["id"])
+            if args.mode == "full":
+                out["related"] = self._related(conn, who, dek, row)
+        return out
+
+    def _related(self, conn: Any, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict]:
+        vector = store.embedding_of(conn, row["id"])
+        if vector is None or row["embedding_model"] != self.embedder.model:
+            return []
+        hits = store.nearest(
+            conn,
+            who.user_id,
+            vector,
+            self.embedder.model,
+            limit=RELATED_LIMIT,
+            exclude_id=row["id"],
+        )
+        return [self._hit(who, dek, h) for h in hits]
+
+    def _hit(self, who: Principal, dek: bytes, hit: dict[str, Any]) -> dict[str, Any]:
+        record = self._open(who, dek, hit["name"], hit)
+        return {
+            "name": hit["name"],
+            "repo": hit["repo"],
+            "score": round(1.0 - float(hit["distance"]), 4),
+            "version": hit["version"],
+            "saved_at": record["saved_at"],
+            "summary": record["summary"],
+        }
+
+    def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
+        vector = self.embedder.embed(args.query)
+        if vector is None:
+            note = "semantic search is unavailable (no embedding provider answered)"
+            return {"results": [], "note": note}
+        dek = self._dek(who)
+        with self.db.tenant(who.user_id) as conn:
+            hits = store.nearest(
+                conn,
+                who.user_id,
+                vector,
+                self.embedder.model,
+                repo=args.repo,
+                limit=args.max_results,
+            )
+            results = [self._hit(who, dek, h) for h in hits]
+        return pack(results, args.max_tokens)
+
+    def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
+        offset = int(args.cursor) if args.cursor.isdigit() else 0
+        with self.db.tenant(who.user_id) as conn:
+            rows = store.page(conn, who.user_id, args.repo, args.limit + 1, offset)
+        more = len(rows) > args.limit
+        sessions = [
+            {
+                "name": r["name"],
+                "repo": r["repo"],
+                "preview": r["preview"],
+                "version": r["version"],
+                "client": r["client"],
+                "updated_at": store.iso(r["updated_at"]),
+            }
+            for r in rows[: args.limit]
+        ]
+        return {"sessions": sessions, "next_cursor": str(offset + args.limit) if more else ""}
+
+    def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
+        with self.db.tenant(who.user_id) as conn:
+            removed = store.delete(conn, who.user_id, args.name)
+        if removed is None:
+            return {"deleted": False, "found": False, "hint": "no session by that name"}
+        return {"deleted": True, "name": args.name, "versions_deleted": removed}
+
+
+def pack(results: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    """Keep the best results that fit the caller's token budget (0 = no budget)."""
+    if not max_tokens:
+        return {"results": results}
+    kept, used = [], 0
+    for hit in results:
+        cost = estimate_tokens(hit)
+        if used + cost > max_tokens:
+            break
+        kept.append(hit)
+        used += cost
+    return {"results": kept, "omitted": len(results) - len(kept), "estimated_tokens": used}
+
+
+def _not_found(args: LoadArgs) -> dict[str, Any]:
+    if args.name:
+        what = f"no session named {args.name!r}"
+        if args.version:
+            what += f" at version {args.version}"
+    else:
+        what = f"no session for repo {args.repo!r}" if args.repo else "no sessions saved yet"
+    return {"found": False, "hint": what + "; call list_sessions to see what is saved"}

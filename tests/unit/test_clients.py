@@ -1,0 +1,509 @@
+"""Client configs: documented shapes, file locations, and safe idempotent edits.
+
+The expected shapes below are written out by hand from each client's documentation (see
+docs/clients.md) rather than derived from `CLIENTS`, so a wrong spec fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import stat
+import sys
+import tomllib
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sessionvault.clients import CLIENTS, add_connect_parser, apply, config_path, render
+
+URL = "http://127.0.0.1:8765/mcp"
+KEY = "sv-test-key"
+T1 = datetime(2026, 1, 2, 3, 4, 5)
+T2 = datetime(2026, 1, 2, 3, 4, 9)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+# client -> (top-level key, entry) with the literal key written into the file.
+LITERAL: dict[str, tuple[str, dict[str, Any]]] = {
+    "claude-code": ("mcpServers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
+    "claude-desktop": (
+        "mcpServers",
+        {"command": "sessionvault", "args": ["bridge", "--url", URL], "env": {"SESSIONVAULT_API_KEY": KEY}},
+    ),
+    "cursor": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
+    "vscode": ("servers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
+    "windsurf": ("mcpServers", {"serverUrl": URL, "headers": bearer(KEY)}),
+    "codex": ("mcp_servers", {"url": URL, "http_headers": bearer(KEY)}),
+    "gemini": ("mcpServers", {"httpUrl": URL, "headers": bearer(KEY)}),
+    "opencode": ("mcp", {"type": "remote", "enabled": True, "url": URL, "headers": bearer(KEY)}),
+    "zed": ("context_servers", {"url": URL, "headers": bearer(KEY)}),
+    "cline": (
+        "mcpServers",
+        {"type": "streamableHttp", "disabled": False, "url": URL, "headers": bearer(KEY)},
+    ),
+}
+
+# Clients that can read SESSIONVAULT_API_KEY themselves, in their own syntax.
+ENV_FORM: dict[str, dict[str, Any]] = {
+    "claude-code": {"type": "http", "url": URL, "headers": bearer("${SESSIONVAULT_API_KEY}")},
+    "cursor": {"url": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
+    "vscode": {"type": "http", "url": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
+    "windsurf": {"serverUrl": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
+    "codex": {"url": URL, "bearer_token_env_var": "SESSIONVAULT_API_KEY"},
+    "gemini": {"httpUrl": URL, "headers": bearer("$SESSIONVAULT_API_KEY")},
+    "opencode": {
+        "type": "remote",
+        "url": URL,
+        "headers": bearer("{env:SESSIONVAULT_API_KEY}"),
+        "enabled": True,
+    },
+}
+NO_ENV = sorted(set(LITERAL) - set(ENV_FORM))
+
+LINUX_PATHS = {
+    "claude-code": "./.mcp.json",
+    "claude-desktop": "~/.config/Claude/claude_desktop_config.json",
+    "cursor": "~/.cursor/mcp.json",
+    "vscode": "~/.config/Code/User/mcp.json",
+    "windsurf": "~/.codeium/windsurf/mcp_config.json",
+    "codex": "~/.codex/config.toml",
+    "gemini": "~/.gemini/settings.json",
+    "opencode": "~/.config/opencode/opencode.json",
+    "zed": "~/.config/zed/settings.json",
+    "cline": "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+}
+MAC_APP = "~/Library/Application Support"
+MAC_PATHS = {
+    **LINUX_PATHS,
+    "claude-desktop": f"{MAC_APP}/Claude/claude_desktop_config.json",
+    "vscode": f"{MAC_APP}/Code/User/mcp.json",
+    "cline": f"{MAC_APP}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+}
+
+
+def parse(client: str, text: str) -> dict[str, Any]:
+    return tomllib.loads(text) if client == "codex" else json.loads(text)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+
+
+def backups(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(path.name + ".bak-*"))
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# --- render -------------------------------------------------------------------------------
+
+
+def test_registry_covers_the_required_clients() -> None:
+    assert set(CLIENTS) == set(LITERAL)
+
+
+@pytest.mark.parametrize("client", sorted(LITERAL))
+def test_render_literal_key_matches_documented_shape(client: str) -> None:
+    container, entry = LITERAL[client]
+    assert parse(client, render(client, URL, KEY, use_env=False)) == {container: {"sessionvault": entry}}
+
+
+@pytest.mark.parametrize("client", sorted(ENV_FORM))
+def test_render_env_form_keeps_the_key_out_of_the_text(client: str) -> None:
+    text = render(client, URL, KEY, use_env=True)
+    assert KEY not in text
+    container, _ = LITERAL[client]
+    assert parse(client, text) == {container: {"sessionvault": ENV_FORM[client]}}
+    # The env form needs no key at hand: the client resolves it when it starts.
+    assert render(client, URL, None, use_env=True) == text
+
+
+@pytest.mark.parametrize("client", NO_ENV)
+def test_clients_without_env_support_write_the_key_or_refuse(client: str) -> None:
+    assert render(client, URL, KEY, use_env=True) == render(client, URL, KEY, use_env=False)
+    with pytest.raises(ValueError, match="API key"):
+        render(client, URL, None, use_env=True)
+
+
+def test_codex_snippet_is_the_table_users_paste() -> None:
+    assert render("codex", URL, None, use_env=True) == (
+        f'[mcp_servers.sessionvault]\nurl = "{URL}"\nbearer_token_env_var = "SESSIONVAULT_API_KEY"\n'
+    )
+
+
+def test_literal_form_without_a_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="API key"):
+        render("cursor", URL, None, use_env=False)
+
+
+def test_unknown_client_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown client"):
+        render("notepad", URL, KEY, use_env=False)
+
+
+# --- config_path ----------------------------------------------------------------------------
+
+
+def _expected_path(spelled: str, home: Path, cwd: Path) -> Path:
+    base, rest = (home, spelled[2:]) if spelled.startswith("~/") else (cwd, spelled[2:])
+    return base / rest
+
+
+@pytest.mark.parametrize("client", sorted(LINUX_PATHS))
+def test_config_path_on_linux(client: str, home: Path, cwd: Path) -> None:
+    expected = _expected_path(LINUX_PATHS[client], home, cwd)
+    assert config_path(client, home=home, cwd=cwd) == expected
+
+
+@pytest.mark.parametrize("client", sorted(MAC_PATHS))
+def test_config_path_on_macos(client: str, home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    expected = _expected_path(MAC_PATHS[client], home, cwd)
+    assert config_path(client, home=home, cwd=cwd) == expected
+
+
+# --- apply ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", sorted(LITERAL))
+def test_apply_creates_missing_file_and_folders(client: str, home: Path, cwd: Path) -> None:
+    result = apply(client, URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    path = config_path(client, home=home, cwd=cwd)
+    container, entry = LITERAL[client]
+    assert result.path == path and result.changed and result.backup is None
+    assert parse(client, path.read_text()) == {container: {"sessionvault": entry}}
+    assert mode(path) == 0o600  # it holds the key
+
+
+def _existing(client: str) -> str:
+    """A config the user already has: another server, other settings, 4-space indent."""
+    container, _ = LITERAL[client]
+    if client == "codex":
+        return (
+            "# my codex config\n"
+            'model = "o3"  # favourite\n'
+            "\n"
+            "[mcp_servers.other]\n"
+            'command = "other-mcp"  # keep me\n'
+            "\n"
+            "[profiles.fast]\n"
+            'model = "o4-mini"\n'
+        )
+    data = {"theme": "dark", container: {"other": {"command": "other-mcp", "args": []}}}
+    return json.dumps(data, indent=4) + "\n"
+
+
+@pytest.mark.parametrize("client", sorted(LITERAL))
+def test_apply_twice_is_idempotent_with_one_backup(client: str, home: Path, cwd: Path) -> None:
+    path = config_path(client, home=home, cwd=cwd)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = _existing(client)
+    path.write_text(original)
+    path.chmod(0o644)
+
+    first = apply(client, URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    written = path.read_text()
+    second = apply(client, URL, KEY, use_env=False, home=home, cwd=cwd, now=T2)
+
+    assert first.changed and not second.changed
+    assert second.backup is None
+    assert backups(path) == [first.backup]
+    assert first.backup.name == f"{path.name}.bak-20260102030405"
+    assert first.backup.read_text() == original
+    assert mode(first.backup) == 0o600
+    assert path.read_text() == written
+    assert mode(path) == 0o600
+
+    container, entry = LITERAL[client]
+    expected = parse(client, original)
+    expected[container]["sessionvault"] = entry
+    assert parse(client, written) == expected
+
+
+@pytest.mark.parametrize("client", sorted(set(LITERAL) - {"codex"}))
+def test_apply_adds_one_entry_in_the_files_own_indent(client: str, home: Path, cwd: Path) -> None:
+    path = config_path(client, home=home, cwd=cwd)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    original = _existing(client)
+    path.write_text(original)
+    apply(client, URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    # The only difference is our entry after "other", nested with the same 4 spaces.
+    block = '"sessionvault": ' + json.dumps(LITERAL[client][1], indent=4)
+    other_end = '"args": []\n        }'
+    expected = original.replace(other_end, other_end + ",\n        " + block.replace("\n", "\n        "))
+    assert expected != original
+    assert path.read_text() == expected
+
+
+def test_env_form_does_not_tighten_file_mode(home: Path, cwd: Path) -> None:
+    path = config_path("cursor", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "mcpServers": {}\n}\n')
+    path.chmod(0o644)
+    apply("cursor", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    assert mode(path) == 0o644
+    assert KEY not in path.read_text()
+
+
+def test_apply_replaces_a_stale_entry_and_nothing_else(home: Path, cwd: Path) -> None:
+    path = config_path("gemini", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "{\n"
+        '  "mcpServers": {\n'
+        '    "sessionvault": {\n'
+        '      "httpUrl": "http://old:1/mcp",\n'
+        '      "headers": {"Authorization": "Bearer old"},\n'
+        '      "timeout": 5000\n'
+        "    },\n"
+        '    "other": {"command": "x"}\n'
+        "  },\n"
+        '  "theme": "GitHub"\n'
+        "}\n"
+    )
+    result = apply("gemini", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    assert result.changed
+    assert path.read_text() == (
+        "{\n"
+        '  "mcpServers": {\n'
+        '    "sessionvault": {\n'
+        f'      "httpUrl": "{URL}",\n'
+        '      "headers": {\n'
+        '        "Authorization": "Bearer $SESSIONVAULT_API_KEY"\n'
+        "      }\n"
+        "    },\n"
+        '    "other": {"command": "x"}\n'
+        "  },\n"
+        '  "theme": "GitHub"\n'
+        "}\n"
+    )
+
+
+def test_zed_jsonc_keeps_comments_and_trailing_commas(home: Path, cwd: Path) -> None:
+    path = config_path("zed", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "// Zed settings\n"
+        "{\n"
+        '    "theme": "One Dark", // my theme\n'
+        "    /* fonts */\n"
+        '    "buffer_font_size": 15,\n'
+        '    "context_servers": {\n'
+        '        "other": { "command": "x", "args": [] }, // keep me\n'
+        "    },\n"
+        "}\n"
+    )
+    assert apply("zed", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1).changed
+    assert path.read_text() == (
+        "// Zed settings\n"
+        "{\n"
+        '    "theme": "One Dark", // my theme\n'
+        "    /* fonts */\n"
+        '    "buffer_font_size": 15,\n'
+        '    "context_servers": {\n'
+        '        "other": { "command": "x", "args": [] }, // keep me\n'
+        '        "sessionvault": {\n'
+        f'            "url": "{URL}",\n'
+        '            "headers": {\n'
+        f'                "Authorization": "Bearer {KEY}"\n'
+        "            }\n"
+        "        }\n"
+        "    },\n"
+        "}\n"
+    )
+    assert not apply("zed", URL, KEY, use_env=False, home=home, cwd=cwd, now=T2).changed
+    assert len(backups(path)) == 1
+
+
+def test_zed_without_context_servers_gets_them_after_a_line_comment(home: Path, cwd: Path) -> None:
+    path = config_path("zed", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "vim_mode": true // modal\n}\n')
+    apply("zed", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    assert path.read_text() == (
+        "{\n"
+        '  "vim_mode": true, // modal\n'
+        '  "context_servers": {\n'
+        '    "sessionvault": {\n'
+        f'      "url": "{URL}",\n'
+        '      "headers": {\n'
+        f'        "Authorization": "Bearer {KEY}"\n'
+        "      }\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+def test_vscode_jsonc_with_tabs_inputs_and_empty_servers(home: Path, cwd: Path) -> None:
+    path = config_path("vscode", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n\t// prompts for secrets\n\t"inputs": [],\n\t"servers": {\n\t\t// none yet\n\t}\n}\n')
+    apply("vscode", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    assert path.read_text() == (
+        "{\n"
+        "\t// prompts for secrets\n"
+        '\t"inputs": [],\n'
+        '\t"servers": {\n'
+        '\t\t"sessionvault": {\n'
+        '\t\t\t"type": "http",\n'
+        f'\t\t\t"url": "{URL}",\n'
+        '\t\t\t"headers": {\n'
+        '\t\t\t\t"Authorization": "Bearer ${env:SESSIONVAULT_API_KEY}"\n'
+        "\t\t\t}\n"
+        "\t\t}\n"
+        "\t\t// none yet\n"
+        "\t}\n"
+        "}\n"
+    )
+
+
+def test_one_line_json_stays_on_one_line(home: Path, cwd: Path) -> None:
+    path = config_path("cursor", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"mcpServers": {}}')
+    apply("cursor", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    text = path.read_text()
+    assert "\n" not in text
+    assert json.loads(text) == {"mcpServers": {"sessionvault": ENV_FORM["cursor"]}}
+
+
+def test_codex_toml_keeps_comments_and_tables(home: Path, cwd: Path) -> None:
+    path = config_path("codex", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text(_existing("codex"))
+    apply("codex", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    text = path.read_text()
+    for kept in ("# my codex config", 'model = "o3"  # favourite', 'command = "other-mcp"  # keep me'):
+        assert kept in text
+    assert text.index("[mcp_servers.sessionvault]") < text.index("[profiles.fast]")
+    assert tomllib.loads(text) == {
+        "model": "o3",
+        "mcp_servers": {"other": {"command": "other-mcp"}, "sessionvault": ENV_FORM["codex"]},
+        "profiles": {"fast": {"model": "o4-mini"}},
+    }
+    # Switching to a literal key replaces the entry: no stale bearer_token_env_var left.
+    apply("codex", URL, KEY, use_env=False, home=home, cwd=cwd, now=T2)
+    assert tomllib.loads(path.read_text())["mcp_servers"]["sessionvault"] == LITERAL["codex"][1]
+    assert len(backups(path)) == 2
+
+
+def test_changing_applies_in_one_second_keep_both_backups(home: Path, cwd: Path) -> None:
+    path = config_path("cursor", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text("{}\n")
+    apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    second = apply("cursor", "http://other:9/mcp", KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    assert second.backup is not None and second.backup.name.endswith("-1")
+    assert len(backups(path)) == 2
+
+
+def test_apply_through_a_symlinked_config(home: Path, cwd: Path, tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "cursor-mcp.json"
+    real.parent.mkdir()
+    real.write_text('{\n  "mcpServers": {}\n}\n')
+    link = config_path("cursor", home=home, cwd=cwd)
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    apply("cursor", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["mcpServers"]["sessionvault"] == ENV_FORM["cursor"]
+
+
+@pytest.mark.parametrize("content", ['{"mcpServers": ["not", "an", "object"]}', "{ broken", "[]"])
+def test_apply_refuses_files_it_cannot_edit_safely(content: str, home: Path, cwd: Path) -> None:
+    path = config_path("cursor", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(ValueError):
+        apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    assert path.read_text() == content
+    assert backups(path) == []
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="sessionvault")
+    add_connect_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(argv)
+
+
+def test_cli_defaults() -> None:
+    args = _parse(["connect", "cursor"])
+    assert (args.client, args.url, args.key, args.apply, args.use_env) == (
+        "cursor",
+        URL,
+        None,
+        False,
+        True,
+    )
+    assert not _parse(["connect", "cursor", "--no-env"]).use_env
+
+
+def test_cli_rejects_unknown_client() -> None:
+    with pytest.raises(SystemExit):
+        _parse(["connect", "notepad"])
+
+
+def test_cli_prints_the_snippet(capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parse(["connect", "windsurf", "--url", "http://h:1/mcp"])
+    assert args.func(args) == 0
+    assert capsys.readouterr().out == render("windsurf", "http://h:1/mcp", None, use_env=True)
+
+
+def test_cli_key_defaults_to_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", "from-env")
+    args = _parse(["connect", "zed"])
+    assert args.func(args) == 0
+    assert '"Authorization": "Bearer from-env"' in capsys.readouterr().out
+
+
+def test_cli_apply_writes_and_reports_path_and_backup(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    path = cwd / ".mcp.json"
+    path.write_text('{\n  "mcpServers": {}\n}\n')
+    args = _parse(["connect", "claude-code", "--apply"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert f"updated: {path}" in out
+    assert "backup: " in out
+    assert json.loads(path.read_text())["mcpServers"]["sessionvault"] == ENV_FORM["claude-code"]
+    assert args.func(args) == 0
+    assert f"already up to date: {path}" in capsys.readouterr().out
+
+
+def test_cli_missing_key_is_an_error_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    args = _parse(["connect", "claude-desktop"])
+    assert args.func(args) == 2
+    assert "API key" in capsys.readouterr().err
