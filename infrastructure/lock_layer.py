@@ -51,10 +51,26 @@ def resolve(requirements: list[str]) -> list[tuple[str, str, bool]]:
         req_in.write_text("\n".join(requirements) + "\n")
         report = Path(tmp) / "report.json"
         cmd = [
-            sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
-            "--only-binary=:all:", "--implementation", "cp", "--abi", ABI,
-            "--python-version", PY_VERSION, "--target", str(Path(tmp) / "target"),
-            "--report", str(report), "-r", str(req_in),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--ignore-installed",
+            "--only-binary=:all:",
+            "--implementation",
+            "cp",
+            "--abi",
+            ABI,
+            "--python-version",
+            PY_VERSION,
+            "--target",
+            str(Path(tmp) / "target"),
+            "--report",
+            str(report),
+            "-r",
+            str(req_in),
         ]
         for platform in PLATFORMS:
             cmd += ["--platform", platform]

@@ -145,24 +145,25 @@ def _spec(client: str) -> ClientSpec:
         raise ValueError(f"unknown client {client!r}; choose from {', '.join(CLIENTS)}") from None
 
 
+def _holds_literal_key(spec: ClientSpec, use_env: bool) -> bool:
+    return not (use_env and spec.reads_env)
+
+
 def _entry(spec: ClientSpec, url: str, key: str | None, use_env: bool) -> dict[str, Any]:
     """The sessionvault entry for this client, as it appears under `spec.container`."""
-    if not (use_env and spec.reads_env) and not key:
+    literal = _holds_literal_key(spec, use_env)
+    if literal and not key:
         why = "" if spec.reads_env else f" ({spec.title} cannot read {ENV_VAR} itself)"
         raise ValueError(f"an API key is needed{why}: pass --key or set {ENV_VAR}")
     if spec.url_key is None:
         return {"command": "sessionvault", "args": ["bridge", "--url", url], "env": {ENV_VAR: key}}
     entry: dict[str, Any] = {**spec.fixed, spec.url_key: url}
-    if use_env and spec.token_env_key:
+    if not literal and spec.token_env_key:
         entry[spec.token_env_key] = ENV_VAR
     else:
-        token = spec.env_ref % ENV_VAR if use_env and spec.env_ref else key
+        token = key if literal else spec.env_ref % ENV_VAR
         entry[spec.headers_key] = {"Authorization": f"Bearer {token}"}
     return entry
-
-
-def _holds_literal_key(spec: ClientSpec, use_env: bool) -> bool:
-    return not (use_env and spec.reads_env)
 
 
 def render(client: str, url: str, key: str | None, *, use_env: bool) -> str:
@@ -485,5 +486,7 @@ def _run_connect(args: argparse.Namespace) -> int:
     if result.backup:
         print(f"backup: {result.backup}")
     if _holds_literal_key(spec, args.use_env):
-        print(f"note: {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
+        # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
+        where = " keep it out of git;" if result.path.is_relative_to(Path.cwd()) else ""
+        print(f"note:{where} {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
     return 0

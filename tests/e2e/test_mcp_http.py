@@ -1,0 +1,209 @@
+"""End to end: the official MCP Python client over real HTTP against the running app."""
+
+import json
+import time
+
+import httpx2
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+from sessionvault import accounts
+
+from ..conftest import ServerThread, make_settings, make_user, mcp_client
+
+pytestmark = pytest.mark.anyio
+
+
+async def call(client, tool, args):
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def test_a_handoff_from_one_client_to_another(local_server, local_runtime):
+    user = make_user(local_runtime)
+    repo = "github.com/acme/shop"
+    async with mcp_client(local_server.url, user.key) as planner:
+        saved = await call(
+            planner,
+            "save_session",
+            {
+                "name": "checkout-refactor",
+                "repo": repo,
+                "summary": "Split checkout into cart, payment and receipt services",
+                "plan": ["extract cart", "extract payment"],
+                "decisions": [{"decision": "use Stripe intents", "reason": "SCA compliance"}],
+                "todos": ["write payment tests"],
+                "files": ["src/checkout.py"],
+                "errors": ["TypeError in receipt totals"],
+                "tried": ["caching totals: stale prices"],
+                "client": "claude-code",
+            },
+        )
+        assert saved["version"] == 1 and saved["embedded"] is True
+        await call(
+            planner, "save_session", {"name": "search-index", "repo": repo, "summary": "Elastic index"}
+        )
+        await call(planner, "save_session", {"name": "checkout-refactor", "repo": repo, "summary": "v2"})
+
+    async with mcp_client(local_server.url, user.key) as coder:  # a second, independent client
+        latest = await call(coder, "load_session", {"repo": repo})
+        assert (latest["name"], latest["summary"], latest["version"]) == ("checkout-refactor", "v2", 2)
+        first = await call(coder, "load_session", {"name": "checkout-refactor", "version": 1})
+        assert first["decisions"] == [{"decision": "use Stripe intents", "reason": "SCA compliance"}]
+        assert first["tried"] == ["caching totals: stale prices"] and first["client"] == "claude-code"
+        brief = await call(coder, "load_session", {"name": "checkout-refactor", "mode": "brief"})
+        assert set(brief) >= {"summary", "version"} and "plan" not in brief
+        full = await call(coder, "load_session", {"name": "checkout-refactor", "mode": "full"})
+        assert [r["name"] for r in full["related"]] == ["search-index"]  # others only, never itself
+        missing = await call(coder, "load_session", {"name": "checkout"})
+        assert missing["found"] is False
+
+        listed = await call(coder, "list_sessions", {"repo": repo})
+        assert [s["name"] for s in listed["sessions"]] == ["checkout-refactor", "search-index"]
+        found = await call(coder, "search_sessions", {"query": "payment service split", "max_results": 1})
+        assert [r["name"] for r in found["results"]] == ["checkout-refactor"]
+
+        deleted = await call(coder, "delete_session", {"name": "checkout-refactor"})
+        assert deleted["versions_deleted"] == 2
+        assert (await call(coder, "load_session", {"name": "checkout-refactor"}))["found"] is False
+
+
+async def test_tools_list_is_small_and_portable(server, user):
+    async with mcp_client(server.url, user.key) as client:
+        tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == [
+        "save_session",
+        "load_session",
+        "search_sessions",
+        "list_sessions",
+        "delete_session",
+    ]
+    text = json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tools])
+    assert len(text) / 4 < 2500  # tokens estimated as characters / 4
+    for tool in tools:
+        assert tool.input_schema["type"] == "object"
+        assert not {"anyOf", "oneOf", "allOf", "$ref", "$defs"} & set(tool.input_schema)
+        assert tool.annotations is not None
+    by_name = {t.name: t for t in tools}
+    assert by_name["delete_session"].annotations.destructive_hint is True
+    assert by_name["load_session"].annotations.read_only_hint is True
+
+
+async def test_two_users_cannot_see_each_other_through_the_tools(local_server, local_runtime):
+    alice, bob = make_user(local_runtime), make_user(local_runtime)
+    async with mcp_client(local_server.url, alice.key) as a:
+        await call(a, "save_session", {"name": "alice-only", "repo": "r", "summary": "kubernetes rollout"})
+    async with mcp_client(local_server.url, bob.key) as b:
+        assert (await call(b, "load_session", {"name": "alice-only"}))["found"] is False
+        assert (await call(b, "load_session", {"repo": "r"}))["found"] is False
+        assert (await call(b, "list_sessions", {}))["sessions"] == []
+        assert (await call(b, "search_sessions", {"query": "kubernetes rollout"}))["results"] == []
+        assert (await call(b, "delete_session", {"name": "alice-only"}))["found"] is False
+        # No argument can name another user: unknown fields are refused, not ignored.
+        sneaky = await b.call_tool("load_session", {"name": "alice-only", "user_id": alice.id})
+        assert sneaky.is_error and "user_id" in sneaky.content[0].text
+    async with mcp_client(local_server.url, alice.key) as a:
+        assert (await call(a, "load_session", {"name": "alice-only"}))["found"] is True
+
+
+async def test_validation_errors_name_the_field(server, user):
+    async with mcp_client(server.url, user.key) as client:
+        result = await client.call_tool("save_session", {"name": "x", "summary": "a\x00b"})
+        assert result.is_error and "summary" in result.content[0].text and "NUL" in result.content[0].text
+        result = await client.call_tool("save_session", {"name": "x", "summary": "s", "plan": ["p"] * 201})
+        assert result.is_error and "plan" in result.content[0].text
+
+
+def raw_post(url, body, key=None, **headers):
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    headers.setdefault("Content-Type", "application/json")
+    headers.setdefault("Accept", "application/json, text/event-stream")
+    return httpx2.post(url, content=body, headers=headers, timeout=30)
+
+
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+
+
+def audit_rows(url: str, sql: str, *params, expect: int) -> list:
+    """The audit row is written just after the response is sent: wait for it briefly."""
+    deadline = time.monotonic() + 5
+    while True:
+        with psycopg.connect(url, row_factory=dict_row) as conn:
+            rows = conn.execute(sql, params).fetchall()
+        if len(rows) >= expect or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.05)
+
+
+def test_every_auth_failure_is_byte_identical(server, runtime, pg):
+    revoked, disabled = make_user(runtime), make_user(runtime)
+    accounts.revoke_key(runtime.db, revoked.key[:12])
+    accounts.disable_user(runtime.db, disabled.id)
+    unknown = "sv_live_" + "A" * 32
+    responses = [
+        raw_post(server.url, LIST_TOOLS, unknown),
+        raw_post(server.url, LIST_TOOLS, revoked.key),
+        raw_post(server.url, LIST_TOOLS, disabled.key),
+        raw_post(server.url, LIST_TOOLS),
+        raw_post(server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz"),
+    ]
+    shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in responses}
+    assert shapes == {(401, b'{"error": "unauthorized"}', "Bearer")}
+    # The reason stays server-side, and only as a class. Rows without a tenant are invisible
+    # to the app role, so read them as the owner.
+    rows = audit_rows(pg.owner_url, "SELECT * FROM audit_events WHERE user_id IS NULL", expect=5)
+    assert len(rows) >= 5
+    assert {(r["tool"], r["outcome"], r["error_class"]) for r in rows} == {("tools/list", "error", "auth")}
+    with psycopg.connect(pg.app_url) as conn:
+        assert conn.execute("SELECT count(*) FROM audit_events").fetchone() == (0,)
+
+
+def test_body_cap_malformed_json_and_methods(server, user):
+    too_big = raw_post(server.url, b'{"x": "' + b"a" * 1_048_577 + b'"}', user.key)
+    assert too_big.status_code == 413
+    assert raw_post(server.url, b"{not json", user.key).status_code == 400
+    assert httpx2.get(server.url, headers={"Authorization": f"Bearer {user.key}"}).status_code == 405
+    assert httpx2.get(server.url.replace("/mcp", "/health")).json() == {"ok": True}
+
+
+def test_rate_limited_requests_get_429_with_retry_after(pg):
+    from sessionvault.runtime import open_runtime
+
+    rt = open_runtime(make_settings(pg, rate_per_minute=2))
+    user = make_user(rt)
+    try:
+        with ServerThread(rt) as s:
+            statuses = [raw_post(s.url, LIST_TOOLS, user.key) for _ in range(3)]
+    finally:
+        rt.close()
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    limited = statuses[-1]
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    assert limited.json()["window"] == "minute" and limited.json()["limit"] == 2
+
+
+def test_each_request_leaves_one_audit_row_without_pii(server, runtime, pg):
+    user = make_user(runtime)
+    raw_post(server.url, LIST_TOOLS, user.key, **{"User-Agent": "secret-agent/1.0"})
+    bad = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "save_session", "arguments": {"name": "x", "summary": "q" * 5000}},
+        }
+    ).encode()
+    raw_post(server.url, bad, user.key)
+    rows = audit_rows(
+        pg.owner_url, "SELECT * FROM audit_events WHERE user_id = %s ORDER BY id", user.id, expect=2
+    )
+    assert [(r["tool"], r["outcome"], r["error_class"]) for r in rows] == [
+        ("tools/list", "ok", None),
+        ("save_session", "error", "validation"),
+    ]
+    row = rows[0]
+    assert len(row["ip_hash"]) == 32 and len(row["ua_hash"]) == 32
+    flat = repr(rows)
+    assert "secret-agent" not in flat and "127.0.0.1" not in flat and user.key not in flat

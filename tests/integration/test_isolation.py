@@ -1,0 +1,80 @@
+"""Tenant isolation in the database itself: RLS as the non-superuser app role."""
+
+import psycopg
+from sessionvault import records
+
+from ..conftest import make_user
+
+
+def test_the_app_role_cannot_bypass_rls(pg):
+    with psycopg.connect(pg.app_url) as conn:
+        row = conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        assert row == (False, False)
+        owners = conn.execute(
+            "SELECT DISTINCT tableowner FROM pg_tables WHERE tablename IN ('sessions', 'session_versions')"
+        ).fetchall()
+        assert owners == [("postgres",)]  # the app role does not own what it reads
+
+
+def test_rls_is_enabled_and_forced_on_every_tenant_table(pg):
+    with psycopg.connect(pg.app_url) as conn:
+        rows = conn.execute(
+            "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = ANY(%s)",
+            (["sessions", "session_versions", "rate_limit_events", "audit_events"],),
+        ).fetchall()
+    assert sorted(rows) == sorted(
+        (t, True, True) for t in ("sessions", "session_versions", "rate_limit_events", "audit_events")
+    )
+
+
+def _save(rt, who, name):
+    rt.vault.save(who, records.parse(records.SaveArgs, {"name": name, "summary": f"{name} summary"}))
+
+
+def test_raw_select_in_a_tenant_transaction_sees_only_that_tenant(runtime):
+    alice, bob = make_user(runtime), make_user(runtime)
+    _save(runtime, alice.principal, "alice-plan")
+    _save(runtime, bob.principal, "bob-plan")
+    for who, mine in ((alice, "alice-plan"), (bob, "bob-plan")):
+        with runtime.db.tenant(who.id) as conn:
+            rows = conn.execute("SELECT * FROM sessions").fetchall()
+            assert [r["name"] for r in rows] == [mine]
+            assert {r["user_id"] for r in conn.execute("SELECT * FROM session_versions").fetchall()} == {
+                rows[0]["user_id"]
+            }
+
+
+def test_with_no_tenant_set_the_app_role_sees_nothing(runtime, pg):
+    _save(runtime, make_user(runtime).principal, "someone")
+    with psycopg.connect(pg.app_url) as conn:
+        for table in ("sessions", "session_versions", "rate_limit_events", "audit_events"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+    with runtime.db.identity() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM sessions").fetchone()["n"] == 0
+
+
+def test_the_app_role_cannot_write_into_another_tenant(runtime):
+    alice, bob = make_user(runtime), make_user(runtime)
+    with runtime.db.tenant(alice.id) as conn:
+        try:
+            conn.execute(
+                "INSERT INTO sessions (user_id, name, preview, version) VALUES (%s, 'planted', '', 1)",
+                (bob.id,),
+            )
+        except psycopg.errors.InsufficientPrivilege as exc:
+            assert "row-level security" in str(exc)
+        else:
+            raise AssertionError("RLS let alice write a row owned by bob")
+
+
+def test_tools_cannot_reach_another_users_sessions(runtime):
+    alice, bob = make_user(runtime), make_user(runtime)
+    _save(runtime, alice.principal, "alice-secret")
+    v, b = runtime.vault, bob.principal
+    assert v.load(b, records.parse(records.LoadArgs, {"name": "alice-secret"}))["found"] is False
+    assert v.load(b, records.parse(records.LoadArgs, {}))["found"] is False
+    assert v.list(b, records.parse(records.ListArgs, {}))["sessions"] == []
+    assert v.delete(b, records.parse(records.DeleteArgs, {"name": "alice-secret"}))["found"] is False
+    assert v.load(alice.principal, records.parse(records.LoadArgs, {"name": "alice-secret"}))["found"]

@@ -1,0 +1,132 @@
+"""The vault against the real database as the app role: history, exact loads, failures."""
+
+import psycopg
+import pytest
+from sessionvault import records
+from sessionvault.errors import DecryptionFailed
+from sessionvault.vault import Vault
+
+from ..conftest import make_user
+
+
+def save(vault, who, **fields):
+    return vault.save(who, records.parse(records.SaveArgs, {"summary": "s", **fields}))
+
+
+def load(vault, who, **fields):
+    return vault.load(who, records.parse(records.LoadArgs, fields))
+
+
+def test_saving_a_name_again_keeps_earlier_versions(runtime, user):
+    vault, who = runtime.vault, user.principal
+    assert save(vault, who, name="plan", summary="first", plan=["a"])["version"] == 1
+    assert save(vault, who, name="plan", summary="second", plan=["b"])["version"] == 2
+    latest = load(vault, who, name="plan")
+    assert (latest["version"], latest["summary"], latest["plan"], latest["versions"]) == (
+        2,
+        "second",
+        ["b"],
+        [2, 1],
+    )
+    first = load(vault, who, name="plan", version=1)
+    assert (first["summary"], first["plan"], first["latest_version"]) == ("first", ["a"], 2)
+
+
+def test_history_is_pruned_to_the_configured_depth(runtime, user):
+    vault = Vault(runtime.db, runtime.keys, runtime.vault.embedder, history_keep=3)
+    for i in range(6):
+        save(vault, user.principal, name="loop", summary=f"v{i + 1}")
+    assert load(vault, user.principal, name="loop")["versions"] == [6, 5, 4, 3]
+    assert load(vault, user.principal, name="loop", version=2)["found"] is False
+
+
+def test_load_is_exact_and_never_a_near_miss(runtime, user):
+    save(runtime.vault, user.principal, name="auth-jwt-v1", summary="jwt")
+    miss = load(runtime.vault, user.principal, name="auth-jwt")
+    assert miss["found"] is False
+    assert "list_sessions" in miss["hint"]
+    assert load(runtime.vault, user.principal, name="AUTH-JWT-V1")["found"] is False
+
+
+def test_latest_for_repo_and_modes(runtime, user):
+    who = user.principal
+    save(runtime.vault, who, name="old", repo="github.com/o/app", summary="older")
+    save(runtime.vault, who, name="other-repo", repo="github.com/o/lib", summary="lib work")
+    save(runtime.vault, who, name="new", repo="github.com/o/app", summary="newest", todos=["ship"])
+    latest = load(runtime.vault, who, repo="github.com/o/app")
+    assert (latest["name"], latest["todos"]) == ("new", ["ship"])
+    brief = load(runtime.vault, who, repo="github.com/o/app", mode="brief")
+    assert brief["summary"] == "newest" and "todos" not in brief
+    assert load(runtime.vault, who, repo="github.com/o/none")["found"] is False
+
+
+def test_list_paginates_newest_first_from_the_preview(runtime, user):
+    for i in range(5):
+        save(runtime.vault, user.principal, name=f"s{i}", summary=f"summary {i} " + "x" * 200)
+    first = runtime.vault.list(user.principal, records.parse(records.ListArgs, {"limit": 2}))
+    assert [s["name"] for s in first["sessions"]] == ["s4", "s3"]
+    assert len(first["sessions"][0]["preview"]) == 120
+    rest = runtime.vault.list(
+        user.principal, records.parse(records.ListArgs, {"limit": 10, "cursor": first["next_cursor"]})
+    )
+    assert [s["name"] for s in rest["sessions"]] == ["s2", "s1", "s0"]
+    assert rest["next_cursor"] == ""
+
+
+def test_delete_removes_every_version(runtime, user):
+    for _ in range(3):
+        save(runtime.vault, user.principal, name="gone", summary="s")
+    out = runtime.vault.delete(user.principal, records.parse(records.DeleteArgs, {"name": "gone"}))
+    assert out == {"deleted": True, "name": "gone", "versions_deleted": 3}
+    assert load(runtime.vault, user.principal, name="gone")["found"] is False
+    with runtime.db.tenant(user.id) as conn:
+        assert conn.execute("SELECT count(*) AS n FROM session_versions").fetchone()["n"] == 0
+    again = runtime.vault.delete(user.principal, records.parse(records.DeleteArgs, {"name": "gone"}))
+    assert again["found"] is False
+
+
+class BrokenEmbedder:
+    model = "local:all-MiniLM-L6-v2"
+
+    def embed(self, text):
+        return None  # what every provider returns on an error or a timeout
+
+
+def test_embedding_failure_still_saves_and_search_skips_the_row(local_runtime):
+    who = make_user(local_runtime).principal
+    broken = Vault(local_runtime.db, local_runtime.keys, BrokenEmbedder())
+    out = save(broken, who, name="no-vector", summary="database connection pooling")
+    assert out["embedded"] is False and out["version"] == 1
+    assert load(local_runtime.vault, who, name="no-vector")["summary"] == "database connection pooling"
+    save(local_runtime.vault, who, name="with-vector", summary="connection pool tuning for postgres")
+    hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "connection pooling"}))
+    assert [h["name"] for h in hits["results"]] == ["with-vector"]
+
+
+def test_a_ciphertext_moved_to_another_row_fails(runtime, pg, user):
+    save(runtime.vault, user.principal, name="a", summary="secret plan a")
+    save(runtime.vault, user.principal, name="b", summary="plan b")
+    # An attacker with write access to the table swaps b's content for a's.
+    with psycopg.connect(pg.owner_url) as conn:
+        conn.execute("SELECT set_config('app.user_id', %s, false)", (user.id,))
+        conn.execute(
+            """UPDATE session_versions v SET nonce = src.nonce, ciphertext = src.ciphertext
+               FROM session_versions src JOIN sessions s ON s.id = src.session_id AND s.name = 'a'
+               WHERE v.session_id = (SELECT id FROM sessions WHERE name = 'b')"""
+        )
+    with pytest.raises(DecryptionFailed):
+        load(runtime.vault, user.principal, name="b")
+
+
+def test_search_packs_results_into_the_token_budget(local_runtime):
+    who = make_user(local_runtime).principal
+    for i in range(4):
+        save(local_runtime.vault, who, name=f"cache-{i}", summary=f"redis cache layer {i} " + "detail " * 60)
+    unbounded = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "redis cache"}))
+    assert len(unbounded["results"]) == 4
+    budget = local_runtime.vault.search(
+        who, records.parse(records.SearchArgs, {"query": "redis cache", "max_tokens": 250})
+    )
+    assert 1 <= len(budget["results"]) < 4
+    assert budget["estimated_tokens"] <= 250
+    assert budget["omitted"] == 4 - len(budget["results"])
