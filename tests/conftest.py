@@ -22,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sessionvault import accounts, embedded
 from sessionvault.app import SessionVaultApp
 from sessionvault.config import Settings
+from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.vault import Principal
 
@@ -81,9 +82,7 @@ def make_user(rt: Runtime, label: str = "test") -> User:
     key, _ = accounts.create_key(rt.db, user_id, label)
     with rt.db.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
-    from sessionvault.keyprovider import WrappedKey
-
-    return User(user_id, key, Principal(user_id, WrappedKey(bytes(row["dek_wrapped"]), row["key_id"])))
+    return User(user_id, key, Principal(user_id, WrappedKey.from_row(row)))
 
 
 @pytest.fixture

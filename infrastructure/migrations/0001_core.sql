@@ -121,6 +121,9 @@ CREATE POLICY audit_events_read ON audit_events FOR SELECT
 -- A failed authentication has no tenant: its row is written with no tenant set and a NULL user.
 CREATE POLICY audit_events_write ON audit_events FOR INSERT
     WITH CHECK (user_id IS NOT DISTINCT FROM app_current_user_id());
+-- Retention pruning and user deletion; rows of failed authentications are pruned with no tenant.
+CREATE POLICY audit_events_delete ON audit_events FOR DELETE
+    USING (user_id IS NOT DISTINCT FROM app_current_user_id());
 
 GRANT USAGE ON SCHEMA public TO sessionvault_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_app;

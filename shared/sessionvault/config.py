@@ -63,7 +63,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = field(default=("127.0.0.1:*", "localhost:*", "[::1]:*"))
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+    def from_env(
+        cls, env: dict[str, str] | None = None, *, check: bool = True, **overrides: object
+    ) -> Settings:
         env = dict(os.environ if env is None else env)
         hosts = env.get("SESSIONVAULT_ALLOWED_HOSTS", "")
         values: dict[str, object] = {
@@ -86,29 +88,36 @@ class Settings:
             values["allowed_hosts"] = tuple(h.strip() for h in hosts.split(",") if h.strip())
         values.update(overrides)
         settings = cls(**values)  # type: ignore[arg-type]
-        settings.check()
+        if check:
+            settings.check()
         return settings
 
-    def problems(self) -> list[str]:
-        """Every unusable setting, one message each (all of them, not just the first)."""
-        found = []
+    def problems(self) -> dict[str, str]:
+        """Every unusable setting (all of them, not just the first), by field name."""
+        found: dict[str, str] = {}
         if not self.database_url or is_placeholder(self.database_url):
-            found.append("DATABASE_URL is missing")
+            found["database_url"] = "DATABASE_URL is missing"
         if self.key_provider not in ("local", "kms"):
-            found.append(f"SESSIONVAULT_KEY_PROVIDER must be local or kms, not {self.key_provider!r}")
+            found["key_provider"] = (
+                f"SESSIONVAULT_KEY_PROVIDER must be local or kms, not {self.key_provider!r}"
+            )
         if self.key_provider == "local" and not (self.master_key or self.master_key_file):
-            found.append("SESSIONVAULT_MASTER_KEY or SESSIONVAULT_MASTER_KEY_FILE is missing")
+            found["master_key"] = "SESSIONVAULT_MASTER_KEY or SESSIONVAULT_MASTER_KEY_FILE is missing"
         if self.key_provider == "kms" and is_placeholder(self.kms_key_id):
-            found.append("SESSIONVAULT_KMS_KEY_ID is missing or a placeholder")
+            found["kms_key_id"] = "SESSIONVAULT_KMS_KEY_ID is missing or a placeholder"
         if is_placeholder(self.audit_salt) or len(self.audit_salt) < 16:
-            found.append("SESSIONVAULT_AUDIT_SALT is missing, a placeholder or under 16 characters")
+            found["audit_salt"] = "SESSIONVAULT_AUDIT_SALT is missing, a placeholder or under 16 characters"
         if self.embeddings not in ("openai", "local", "none"):
-            found.append(f"SESSIONVAULT_EMBEDDINGS must be openai, local or none, not {self.embeddings!r}")
+            found["embeddings"] = (
+                f"SESSIONVAULT_EMBEDDINGS must be openai, local or none, not {self.embeddings!r}"
+            )
         if self.embeddings == "openai" and not self.openai_base_url and is_placeholder(self.openai_api_key):
-            found.append("OPENAI_API_KEY is missing or a placeholder (needed for openai embeddings)")
+            found["openai_api_key"] = (
+                "OPENAI_API_KEY is missing or a placeholder (needed for openai embeddings)"
+            )
         return found
 
     def check(self) -> None:
         found = self.problems()
         if found:
-            raise ConfigError("; ".join(found))
+            raise ConfigError("; ".join(found.values()))

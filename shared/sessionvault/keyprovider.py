@@ -24,6 +24,11 @@ class WrappedKey:
     blob: bytes
     key_id: str  # which master key or KMS key wrapped it: rotation re-wraps the others
 
+    @classmethod
+    def from_row(cls, row: Any) -> WrappedKey:
+        """From a `users` row (columns dek_wrapped, key_id)."""
+        return cls(bytes(row["dek_wrapped"]), row["key_id"])
+
 
 class KeyProvider(Protocol):
     key_id: str

@@ -1,0 +1,88 @@
+"""Scheduled work: prune rate-limit and audit rows, re-embed sessions that have no vector.
+
+RLS stays in force here too: each job walks the users (identity plane) and works inside one
+tenant transaction per user. Every job is idempotent and safe to run twice at once."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sessionvault import crypto, ratelimit, records
+from sessionvault.keyprovider import WrappedKey
+from sessionvault.runtime import Runtime
+from sessionvault.vault import Principal, embedding_text
+
+
+def _users(rt: Runtime) -> list[dict[str, Any]]:
+    with rt.db.identity() as conn:
+        return conn.execute("SELECT id::text AS id, dek_wrapped, key_id FROM users ORDER BY id").fetchall()
+
+
+def prune_rate_limits(rt: Runtime) -> dict[str, int]:
+    return {"deleted": sum(ratelimit.prune(rt.db, u["id"]) for u in _users(rt))}
+
+
+def prune_audit(rt: Runtime, retention_days: int) -> dict[str, int]:
+    sql = (
+        "DELETE FROM audit_events"
+        " WHERE user_id IS NOT DISTINCT FROM %s AND at < now() - %s * interval '1 day'"
+    )
+    deleted = 0
+    for user in _users(rt):
+        with rt.db.tenant(user["id"]) as conn:
+            deleted += conn.execute(sql, (user["id"], retention_days)).rowcount
+    with rt.db.identity() as conn:  # failed authentications: no tenant, NULL user
+        deleted += conn.execute(sql, (None, retention_days)).rowcount
+    return {"deleted": deleted}
+
+
+_STALE = """
+SELECT s.id, s.name, s.version, v.nonce, v.ciphertext
+FROM sessions s JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
+WHERE s.user_id = %s AND (s.embedding IS NULL OR s.embedding_model IS DISTINCT FROM %s)
+ORDER BY s.updated_at DESC LIMIT %s
+"""
+# Only if nobody saved a newer version meanwhile: that save brought its own vector.
+_SET = "UPDATE sessions SET embedding = %s, embedding_model = %s WHERE id = %s AND version = %s"
+
+
+def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
+    """Give up to `batch` sessions a vector from the current provider; the rest wait for the
+    next run. A provider that still fails leaves the row as it was."""
+    from pgvector import Vector
+
+    embedder, done, failed = rt.vault.embedder, 0, 0
+    if embedder.model == "none":
+        return {"embedded": 0, "failed": 0}
+    for user in _users(rt):
+        if done + failed >= batch:
+            break
+        who = Principal(user["id"], WrappedKey.from_row(user))
+        with rt.db.tenant(who.user_id) as conn:
+            rows = conn.execute(_STALE, (who.user_id, embedder.model, batch - done - failed)).fetchall()
+        if not rows:
+            continue
+        dek = rt.keys.unwrap(who.user_id, who.wrapped_dek)
+        for row in rows:
+            aad = crypto.session_aad(who.user_id, row["name"], row["version"])
+            record = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+            fields = {k: record[k] for k in ("name", "repo", *records.RECORD_FIELDS) if k in record}
+            vector = embedder.embed(embedding_text(records.SaveArgs.model_validate(fields)))
+            if vector is None:
+                failed += 1
+                continue
+            with rt.db.tenant(who.user_id) as conn:
+                conn.execute(_SET, (Vector(vector), embedder.model, row["id"], row["version"]))
+            done += 1
+    return {"embedded": done, "failed": failed}
+
+
+def run(rt: Runtime, task: str, retention_days: int = 90) -> dict[str, Any]:
+    if task == "prune_rate_limits":
+        return prune_rate_limits(rt)
+    if task == "prune_audit":
+        return prune_audit(rt, retention_days)
+    if task == "reembed":
+        return reembed(rt)
+    raise ValueError(f"unknown task {task!r}: prune_rate_limits, prune_audit or reembed")
