@@ -3,6 +3,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTHON ?= python3
+# aws-sam-cli pins its own boto3/pydantic/click: it gets a virtualenv of its own.
+SAM_VENV  := .venv-sam
+SAM_STAMP := $(SAM_VENV)/.installed-stamp
 
 .PHONY: dev test install lint format bench clean
 
@@ -12,15 +15,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[local,dev]"
 	touch $(STAMP)
 
+$(SAM_STAMP):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
+	touch $(SAM_STAMP)
+
 install: $(STAMP)
 
 dev: $(STAMP)
 	$(BIN)/sessionvault dev
 
-test: $(STAMP)
+test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
+	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -30,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .aws-sam
+	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .ruff_cache .aws-sam

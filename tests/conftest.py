@@ -41,10 +41,13 @@ def pg() -> Iterator[embedded.Embedded]:
     shutil.rmtree(home, ignore_errors=True)
 
 
+MASTER_KEY = base64.b64encode(os.urandom(32)).decode()  # one per run: every local runtime shares it
+
+
 def make_settings(pg: embedded.Embedded, **overrides: object) -> Settings:
     values: dict[str, object] = {
         "database_url": pg.app_url,
-        "master_key": base64.b64encode(os.urandom(32)).decode(),
+        "master_key": MASTER_KEY,
         "audit_salt": "test-salt-0123456789abcdef",
         "embeddings": "none",
         "rate_per_minute": 10_000,

@@ -116,14 +116,11 @@ CREATE POLICY rate_limit_events_tenant ON rate_limit_events
 
 ALTER TABLE audit_events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE audit_events FORCE ROW LEVEL SECURITY;
-CREATE POLICY audit_events_read ON audit_events FOR SELECT
-    USING (user_id = app_current_user_id());
--- A failed authentication has no tenant: its row is written with no tenant set and a NULL user.
-CREATE POLICY audit_events_write ON audit_events FOR INSERT
+-- A failed authentication has no tenant: its row carries a NULL user and is written, read
+-- (by the retention job) and pruned with no tenant set. Such rows hold only hashes and a class.
+CREATE POLICY audit_events_tenant ON audit_events
+    USING (user_id IS NOT DISTINCT FROM app_current_user_id())
     WITH CHECK (user_id IS NOT DISTINCT FROM app_current_user_id());
--- Retention pruning and user deletion; rows of failed authentications are pruned with no tenant.
-CREATE POLICY audit_events_delete ON audit_events FOR DELETE
-    USING (user_id IS NOT DISTINCT FROM app_current_user_id());
 
 GRANT USAGE ON SCHEMA public TO sessionvault_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_app;

@@ -257,10 +257,3 @@ def add_bridge_parser(subparsers: Any) -> None:
         help="the remote server's MCP endpoint (default: $SESSIONVAULT_URL or %(default)s)",
     )
     sp.set_defaults(func=cmd_bridge)
-
-
-if __name__ == "__main__":  # for running before cli.py wires the subcommand
-    _parser = argparse.ArgumentParser(prog="sessionvault")
-    add_bridge_parser(_parser.add_subparsers(dest="command", required=True))
-    _args = _parser.parse_args()
-    sys.exit(_args.func(_args))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessionvault import accounts
+from sessionvault.bridge import add_bridge_parser
+from sessionvault.clients import add_connect_parser
 from sessionvault.config import Settings, default_home
 from sessionvault.errors import ConfigError
 from sessionvault.migrations import migrate
@@ -137,8 +139,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    t = target()  # the embedded path migrates on start already
-    applied = migrate(t.owner_url)
+    # Only a database URL is needed: migrations run as the owner and touch no keys.
+    owner_url = os.environ.get("DATABASE_OWNER_URL") or os.environ.get("DATABASE_URL")
+    if not owner_url:
+        owner_url = local_settings(default_home()).owner_url  # the embedded path migrates on start
+    applied = migrate(owner_url)
     print("applied: " + ", ".join(applied) if applied else "up to date")
     return 0
 
@@ -190,6 +195,56 @@ def cmd_key_revoke(args: argparse.Namespace) -> int:
     return 0 if count else 1
 
 
+def cmd_admin(args: argparse.Namespace) -> int:
+    """The admin function's actions: against a deployed stack (--function-name) or locally."""
+    event: dict[str, str] = {"action": args.action}
+    for pair in args.params:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"arguments are name=value pairs, got {pair!r}")
+        event[name] = value
+    if args.function_name:
+        import boto3
+
+        response = boto3.client("lambda").invoke(
+            FunctionName=args.function_name, Payload=json.dumps(event).encode()
+        )
+        result = json.loads(response["Payload"].read())
+    else:
+        from sessionvault import admin
+
+        with runtime_for(target()) as rt:
+            result = admin.dispatch(rt, event)
+    print(json.dumps(result, indent=2, default=str))
+    return 0 if result.get("ok") else 1
+
+
+def cmd_rotate_master_key(args: argparse.Namespace) -> int:
+    """Local mode: re-wrap every DEK under a new master key, then retire the old one."""
+    from datetime import UTC, datetime
+
+    from sessionvault import rotation
+    from sessionvault.keyprovider import LocalKeyProvider, load_or_create_master_key
+
+    home = default_home()
+    t = local_settings(home)
+    current, upcoming = home / "master.key", home / "master.key.next"
+    old = LocalKeyProvider(load_or_create_master_key(current))
+    new = LocalKeyProvider(load_or_create_master_key(upcoming))  # kept across a resumed run
+    sources = {old.key_id: old, new.key_id: new}
+    with runtime_for(t) as rt:
+        result = rotation.rewrap_all(rt.db, new, lambda key_id: sources[key_id])
+    print(json.dumps(result))
+    if result["remaining"]:
+        print("some keys could not be re-wrapped; the old master key stays in place", file=sys.stderr)
+        return 1
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    current.rename(home / f"master.key.retired-{stamp}")
+    upcoming.rename(current)
+    print(f"new master key in place; the old one is kept as master.key.retired-{stamp} (delete it)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -203,6 +258,18 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("--port", type=int, default=int(os.environ.get("SESSIONVAULT_PORT", DEFAULT_PORT)))
         sp.set_defaults(func=fn)
     sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
+    sub.add_parser(
+        "rotate-master-key", help="local mode: re-wrap every data key under a new master key"
+    ).set_defaults(func=cmd_rotate_master_key)
+
+    sp = sub.add_parser("admin", help="admin actions, locally or on a deployed stack")
+    sp.add_argument("action", help="create_user, create_key, list_keys, revoke_key, disable_user, ...")
+    sp.add_argument("params", nargs="*", help="name=value arguments, e.g. name=alice label=laptop")
+    sp.add_argument("--function-name", default="", help="the stack's admin function (AWS)")
+    sp.set_defaults(func=cmd_admin)
+
+    add_connect_parser(sub)
+    add_bridge_parser(sub)
 
     user = sub.add_parser("user", help="manage users").add_subparsers(dest="action", required=True)
     sp = user.add_parser("create")

@@ -6,12 +6,16 @@ tenant transaction per user. Every job is idempotent and safe to run twice at on
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from sessionvault import crypto, ratelimit, records
+from sessionvault.errors import DecryptionFailed
 from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import Runtime
 from sessionvault.vault import Principal, embedding_text
+
+log = logging.getLogger(__name__)
 
 
 def _users(rt: Runtime) -> list[dict[str, Any]]:
@@ -49,12 +53,11 @@ _SET = "UPDATE sessions SET embedding = %s, embedding_model = %s WHERE id = %s A
 
 def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
     """Give up to `batch` sessions a vector from the current provider; the rest wait for the
-    next run. A provider that still fails leaves the row as it was."""
-    from pgvector import Vector
-
-    embedder, done, failed = rt.vault.embedder, 0, 0
+    next run. A row that cannot be read or embedded stays as it was and is counted as failed;
+    a user whose key cannot be unwrapped is skipped without using up the batch."""
+    embedder, done, failed, skipped = rt.vault.embedder, 0, 0, 0
     if embedder.model == "none":
-        return {"embedded": 0, "failed": 0}
+        return {"embedded": 0, "failed": 0, "skipped_users": 0}
     for user in _users(rt):
         if done + failed >= batch:
             break
@@ -63,19 +66,40 @@ def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
             rows = conn.execute(_STALE, (who.user_id, embedder.model, batch - done - failed)).fetchall()
         if not rows:
             continue
-        dek = rt.keys.unwrap(who.user_id, who.wrapped_dek)
+        try:
+            dek = rt.keys.unwrap(who.user_id, who.wrapped_dek)
+        except Exception as exc:
+            _log_skip("re-embed skipped a user", who.user_id, exc)
+            skipped += 1
+            continue
         for row in rows:
-            aad = crypto.session_aad(who.user_id, row["name"], row["version"])
-            record = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
-            fields = {k: record[k] for k in ("name", "repo", *records.RECORD_FIELDS) if k in record}
-            vector = embedder.embed(embedding_text(records.SaveArgs.model_validate(fields)))
-            if vector is None:
+            if _embed_row(rt, who.user_id, dek, row):
+                done += 1
+            else:
                 failed += 1
-                continue
-            with rt.db.tenant(who.user_id) as conn:
-                conn.execute(_SET, (Vector(vector), embedder.model, row["id"], row["version"]))
-            done += 1
-    return {"embedded": done, "failed": failed}
+    return {"embedded": done, "failed": failed, "skipped_users": skipped}
+
+
+def _embed_row(rt: Runtime, user_id: str, dek: bytes, row: dict[str, Any]) -> bool:
+    from pgvector import Vector
+
+    try:
+        aad = crypto.session_aad(user_id, row["name"], row["version"])
+        record = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+    except DecryptionFailed as exc:
+        _log_skip("re-embed could not read a session", user_id, exc)
+        return False
+    fields = {k: record[k] for k in ("name", "repo", *records.RECORD_FIELDS) if k in record}
+    vector = rt.vault.embedder.embed(embedding_text(records.SaveArgs.model_validate(fields)))
+    if vector is None:
+        return False
+    with rt.db.tenant(user_id) as conn:
+        conn.execute(_SET, (Vector(vector), rt.vault.embedder.model, row["id"], row["version"]))
+    return True
+
+
+def _log_skip(message: str, user_id: str, exc: Exception) -> None:
+    log.error(message, extra={"user_id": user_id, "error_type": type(exc).__name__})
 
 
 def run(rt: Runtime, task: str, retention_days: int = 90) -> dict[str, Any]:

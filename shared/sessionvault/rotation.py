@@ -4,10 +4,13 @@ transaction, only if still under an old key, so a re-run picks up where a stoppe
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from sessionvault.db import Database
 from sessionvault.keyprovider import KeyProvider, WrappedKey
+
+log = logging.getLogger(__name__)
 
 _MOVE = "UPDATE users SET dek_wrapped = %s, key_id = %s WHERE id = %s AND key_id = %s"
 
@@ -18,10 +21,17 @@ def rewrap_all(db: Database, target: KeyProvider, source_for: Callable[[str], Ke
         users = conn.execute(
             "SELECT id::text AS id, dek_wrapped, key_id FROM users WHERE key_id <> %s", (target.key_id,)
         ).fetchall()
-    moved = 0
+    moved = failed = 0
     for user in users:
         old = WrappedKey.from_row(user)
-        dek = source_for(old.key_id).unwrap(user["id"], old)
+        try:
+            dek = source_for(old.key_id).unwrap(user["id"], old)
+        except Exception as exc:  # one unreadable DEK must not stop everyone else's rotation
+            failed += 1
+            log.error(
+                "rotation skipped a user", extra={"user_id": user["id"], "error_type": type(exc).__name__}
+            )
+            continue
         new = target.wrap(user["id"], dek)
         with db.identity() as conn:
             moved += conn.execute(_MOVE, (new.blob, new.key_id, user["id"], old.key_id)).rowcount
@@ -29,4 +39,4 @@ def rewrap_all(db: Database, target: KeyProvider, source_for: Callable[[str], Ke
         left = conn.execute(
             "SELECT count(*) AS n FROM users WHERE key_id <> %s", (target.key_id,)
         ).fetchone()["n"]
-    return {"rewrapped": moved, "remaining": left}
+    return {"rewrapped": moved, "failed": failed, "remaining": left}

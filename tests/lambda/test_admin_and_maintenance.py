@@ -1,0 +1,136 @@
+"""The admin function (IAM-invoked) and the scheduled maintenance function."""
+
+import secrets
+
+import boto3
+import psycopg
+
+from sessionvault import records
+from sessionvault.vault import Principal
+
+from .conftest import REGION, LambdaContext, body_json, http_event, load_handler, rpc
+
+CTX = LambdaContext()
+
+
+def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
+    admin = load_handler("admin")
+    name = f"alice-{secrets.token_hex(3)}"
+    user = admin.handler({"action": "create_user", "name": name}, CTX)
+    assert user["ok"] and user["user_id"]
+    key = admin.handler({"action": "create_key", "user_id": name, "label": "laptop"}, CTX)
+    assert key["ok"] and key["key"].startswith("sv_live_")
+    listed = admin.handler({"action": "list_keys", "user_id": user["user_id"]}, CTX)
+    assert [(k["prefix"], k["label"], k["revoked_at"]) for k in listed["keys"]] == [
+        (key["key"][:12], "laptop", None)
+    ]
+    assert key["key"] not in repr(listed)
+    assert admin.handler({"action": "revoke_key", "prefix": key["prefix"]}, CTX) == {"ok": True, "revoked": 1}
+    assert admin.handler({"action": "list_keys", "user_id": name}, CTX)["keys"][0]["revoked_at"]
+    assert admin.handler({"action": "create_user", "name": name}, CTX)["ok"] is False  # duplicate
+    assert admin.handler({"action": "drop_tables"}, CTX) == {
+        "ok": False,
+        "error": "unknown action; one of: create_user, create_key, list_keys, revoke_key, "
+        "disable_user, delete_user, rotate_keys",
+    }
+
+
+def test_disable_and_delete_user_with_all_their_data(aws, pg):
+    admin, mcp = load_handler("admin"), load_handler("mcp")
+    user = admin.handler({"action": "create_user", "name": f"bob-{secrets.token_hex(3)}"}, CTX)
+    key = admin.handler({"action": "create_key", "user_id": user["user_id"]}, CTX)["key"]
+    save = rpc("tools/call", {"name": "save_session", "arguments": {"name": "s", "summary": "x"}})
+    assert mcp.handler(http_event(save, key=key), CTX)["statusCode"] == 200
+    admin.handler({"action": "disable_user", "user_id": user["user_id"]}, CTX)
+    assert mcp.handler(http_event(save, key=key), CTX)["statusCode"] == 401
+    assert admin.handler({"action": "delete_user", "user_id": user["user_id"]}, CTX)["ok"]
+    with psycopg.connect(pg.owner_url) as conn:  # the owner sees every tenant
+        for table in (
+            "users",
+            "api_keys",
+            "sessions",
+            "session_versions",
+            "rate_limit_events",
+            "audit_events",
+        ):
+            column = "id" if table == "users" else "user_id"
+            count = conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = %s", (user["user_id"],))
+            assert count.fetchone() == (0,), table
+
+
+def test_rotate_keys_rewraps_every_dek_and_sessions_still_open(aws, pg, monkeypatch):
+    admin, mcp = load_handler("admin"), load_handler("mcp")
+    user = admin.handler({"action": "create_user", "name": f"rot-{secrets.token_hex(3)}"}, CTX)
+    key = admin.handler({"action": "create_key", "user_id": user["user_id"]}, CTX)["key"]
+    save = rpc("tools/call", {"name": "save_session", "arguments": {"name": "kept", "summary": "before"}})
+    mcp.handler(http_event(save, key=key), CTX)
+
+    new_key = boto3.client("kms", region_name=REGION).create_key()["KeyMetadata"]["Arn"]
+    monkeypatch.setenv("SESSIONVAULT_KMS_KEY_ID", new_key)  # the stack now points at the new key
+    admin, mcp = load_handler("admin"), load_handler("mcp")
+    first = admin.handler({"action": "rotate_keys"}, CTX)
+    assert first["ok"] and first["rewrapped"] >= 1
+    # Resumable and idempotent: a second run has nothing left that it can move. (Other tests'
+    # users, wrapped by keys that no longer exist, are counted as failed, not fatal.)
+    second = admin.handler({"action": "rotate_keys"}, CTX)
+    assert second["rewrapped"] == 0 and second["failed"] == first["failed"]
+    with psycopg.connect(pg.owner_url) as conn:
+        row = conn.execute("SELECT key_id FROM users WHERE id = %s", (user["user_id"],)).fetchone()
+    assert row == (new_key,)
+    load = rpc("tools/call", {"name": "load_session", "arguments": {"name": "kept"}})
+    answer = mcp.handler(http_event(load, key=key), CTX)
+    assert body_json(answer)["result"]["structuredContent"]["summary"] == "before"
+
+
+def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime):
+    monkeypatch.setenv("SESSIONVAULT_AUDIT_RETENTION_DAYS", "30")
+    admin, maintenance = load_handler("admin"), load_handler("maintenance")
+    user = admin.handler({"action": "create_user", "name": f"m-{secrets.token_hex(3)}"}, CTX)
+    uid = user["user_id"]
+    with psycopg.connect(pg.owner_url) as conn:
+        conn.execute(
+            "INSERT INTO rate_limit_events (user_id, at) VALUES (%s, now() - interval '3 days'), (%s, now())",
+            (uid, uid),
+        )
+        conn.execute(
+            "INSERT INTO audit_events (user_id, at, tool, outcome, latency_ms)"
+            " VALUES (%s, now() - interval '40 days', 't', 'ok', 1), (%s, now(), 't', 'ok', 1),"
+            " (NULL, now() - interval '40 days', 't', 'error', 1)",
+            (uid, uid),
+        )
+    pruned = maintenance.handler({"task": "prune_rate_limits"}, CTX)
+    assert pruned["deleted"] >= 1
+    assert maintenance.handler({"task": "prune_rate_limits"}, CTX)["deleted"] == 0  # idempotent
+    assert maintenance.handler({"task": "prune_audit"}, CTX)["deleted"] >= 2
+    assert maintenance.handler({"task": "prune_audit"}, CTX)["deleted"] == 0
+    with psycopg.connect(pg.owner_url) as conn:
+        left = conn.execute("SELECT count(*) FROM audit_events WHERE user_id = %s", (uid,)).fetchone()
+        assert left == (1,)  # the recent row stays
+
+
+def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime):
+    from sessionvault import maintenance
+    from sessionvault.vault import Vault
+
+    from ..conftest import make_user
+
+    who: Principal = make_user(local_runtime).principal
+
+    class Down:
+        model = local_runtime.vault.embedder.model
+
+        def embed(self, text):
+            return None
+
+    offline = Vault(local_runtime.db, local_runtime.keys, Down())
+    for i in range(3):
+        offline.save(
+            who, records.parse(records.SaveArgs, {"name": f"later-{i}", "summary": "graphql schema"})
+        )
+    first = maintenance.reembed(local_runtime, batch=2)
+    assert first["embedded"] == 2
+    maintenance.reembed(local_runtime, batch=50)
+    with local_runtime.db.tenant(who.user_id) as conn:
+        assert conn.execute("SELECT count(*) AS n FROM sessions WHERE embedding IS NULL").fetchone()["n"] == 0
+    hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "graphql"}))
+    assert len(hits["results"]) == 3
