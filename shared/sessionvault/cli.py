@@ -12,13 +12,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sessionvault import accounts
-from sessionvault.bridge import add_bridge_parser
-from sessionvault.clients import add_connect_parser
 from sessionvault.config import Settings, default_home
 from sessionvault.errors import ConfigError
-from sessionvault.migrations import migrate
+
+if TYPE_CHECKING:
+    from sessionvault.runtime import Runtime
+
+# Heavy modules (psycopg, mcp, torch) are imported inside the commands that use them: the
+# session-start hook runs through this command on every client start and must stay fast.
 
 DEFAULT_PORT = 8765
 LOCAL_USER = "local"
@@ -64,7 +67,7 @@ def target() -> Target:
 
 
 @contextmanager
-def runtime_for(t: Target) -> Iterator:
+def runtime_for(t: Target) -> Iterator[Runtime]:
     from sessionvault.runtime import open_runtime
 
     rt = open_runtime(t.settings, pool_size=2)
@@ -110,6 +113,8 @@ def client_instructions(url: str, key: str | None) -> str:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     home = default_home()
     t = local_settings(home)
     print(f"State folder: {home}  (database, master key, audit salt; delete it to start over)")
@@ -143,12 +148,16 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     owner_url = os.environ.get("DATABASE_OWNER_URL") or os.environ.get("DATABASE_URL")
     if not owner_url:
         owner_url = local_settings(default_home()).owner_url  # the embedded path migrates on start
+    from sessionvault.migrations import migrate
+
     applied = migrate(owner_url)
     print("applied: " + ", ".join(applied) if applied else "up to date")
     return 0
 
 
 def cmd_user_create(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         user_id = accounts.create_user(rt.db, rt.keys.provider, args.name)
     print(user_id)
@@ -156,6 +165,8 @@ def cmd_user_create(args: argparse.Namespace) -> int:
 
 
 def cmd_user_disable(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         accounts.disable_user(rt.db, accounts.resolve_user(rt.db, args.user))
     print("disabled")
@@ -163,6 +174,8 @@ def cmd_user_disable(args: argparse.Namespace) -> int:
 
 
 def cmd_user_delete(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         accounts.delete_user(rt.db, accounts.resolve_user(rt.db, args.user))
     print("deleted, with all their sessions, keys and records")
@@ -170,6 +183,8 @@ def cmd_user_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_key_create(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         key, prefix = accounts.create_key(rt.db, accounts.resolve_user(rt.db, args.user), args.label)
     print(key)
@@ -178,6 +193,8 @@ def cmd_key_create(args: argparse.Namespace) -> int:
 
 
 def cmd_key_list(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         user_id = accounts.resolve_user(rt.db, args.user) if args.user else None
         rows = accounts.list_keys(rt.db, user_id)
@@ -189,6 +206,8 @@ def cmd_key_list(args: argparse.Namespace) -> int:
 
 
 def cmd_key_revoke(args: argparse.Namespace) -> int:
+    from sessionvault import accounts
+
     with runtime_for(target()) as rt:
         count = accounts.revoke_key(rt.db, args.prefix)
     print(f"revoked {count} key(s)")
@@ -268,8 +287,12 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--function-name", default="", help="the stack's admin function (AWS)")
     sp.set_defaults(func=cmd_admin)
 
-    add_connect_parser(sub)
-    add_bridge_parser(sub)
+    from sessionvault import bridge, clients, doctor, hooks
+
+    clients.add_connect_parser(sub)
+    bridge.add_bridge_parser(sub)
+    hooks.add_hook_parser(sub)
+    doctor.add_doctor_parser(sub)
 
     user = sub.add_parser("user", help="manage users").add_subparsers(dest="action", required=True)
     sp = user.add_parser("create")
@@ -295,10 +318,17 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hook"]:  # the fast path: no parser of the heavy commands is even built
+        from sessionvault import hooks
+
+        return hooks.main(argv[1:])
+    from sessionvault.accounts import AccountError
+
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, accounts.AccountError) as exc:
+    except (ConfigError, AccountError) as exc:
         print(f"sessionvault: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

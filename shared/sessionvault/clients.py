@@ -336,10 +336,10 @@ def _line_indent(text: str, pos: int) -> str:
     return re.match(r"[ \t]*", text[start:pos]).group()
 
 
-def _json_put(text: str, container: str, entry: dict[str, Any]) -> str:
+def _json_put(text: str, container: str, entry: Any, name: str = SERVER_NAME) -> str:
     toks = _tokens(text)
     if not toks:
-        return json.dumps({container: {SERVER_NAME: entry}}, indent=2) + "\n"
+        return json.dumps({container: {name: entry}}, indent=2) + "\n"
     root, _ = _members(toks, 0)
     unit = _line_indent(text, toks[root[0].key_at].start) if root else ""
     unit = unit or "  "  # indent unit of the file, taken from its first member
@@ -384,12 +384,12 @@ def _json_put(text: str, container: str, entry: dict[str, Any]) -> str:
 
     by_key = {m.key: m for m in root}
     if container not in by_key:
-        return insert(0, container, {SERVER_NAME: entry})
+        return insert(0, container, {name: entry})
     holder = by_key[container]
     inner, _ = _members(toks, holder.value_at)
-    ours = next((m for m in inner if m.key == SERVER_NAME), None)
+    ours = next((m for m in inner if m.key == name), None)
     if ours is None:
-        return insert(holder.value_at, SERVER_NAME, entry)
+        return insert(holder.value_at, name, entry)
     start, end = toks[ours.value_at].start, toks[ours.value_end - 1].end
     return text[:start] + dump(entry, member_indent(ours, holder.value_at)) + text[end:]
 
@@ -461,6 +461,11 @@ def add_connect_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_false",
         help=f"write the key itself instead of a reference to ${ENV_VAR}",
     )
+    p.add_argument(
+        "--hooks",
+        action="store_true",
+        help="also install the session-start hook (claude-code, codex, gemini)",
+    )
     p.set_defaults(func=_run_connect)
 
 
@@ -482,11 +487,23 @@ def _run_connect(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError, OSError) as e:
         print(f"sessionvault connect: {e}", file=sys.stderr)
         return 2
-    print(f"{'updated' if result.changed else 'already up to date'}: {result.path}")
-    if result.backup:
-        print(f"backup: {result.backup}")
+    _report(result)
+    if args.hooks:
+        from sessionvault import hooks
+
+        try:
+            _report(hooks.install_hooks(args.client, home=Path.home(), cwd=Path.cwd(), url=args.url))
+        except ValueError as e:
+            print(f"sessionvault connect: {e}", file=sys.stderr)
+            return 2
     if _holds_literal_key(spec, args.use_env):
         # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
         where = " keep it out of git;" if result.path.is_relative_to(Path.cwd()) else ""
         print(f"note:{where} {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
     return 0
+
+
+def _report(result: ApplyResult) -> None:
+    print(f"{'updated' if result.changed else 'already up to date'}: {result.path}")
+    if result.backup:
+        print(f"backup: {result.backup}")

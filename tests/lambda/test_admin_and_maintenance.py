@@ -4,7 +4,6 @@ import secrets
 
 import boto3
 import psycopg
-
 from sessionvault import records
 from sessionvault.vault import Principal
 

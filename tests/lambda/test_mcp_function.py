@@ -5,7 +5,6 @@ import logging
 import sys
 
 import pytest
-
 from sessionvault.errors import ConfigError
 
 from .conftest import LambdaContext, body_json, http_event, load_handler, rpc

@@ -1,0 +1,167 @@
+"""SessionVault benchmarks: prints the numbers kept in BENCHMARKS.md.
+
+    make bench            (or: .venv/bin/python benchmarks/run.py)
+
+Runs against a throwaway embedded PostgreSQL as the app role, with the real local model."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pgvector import Vector
+from sessionvault import accounts, embedded, ratelimit, records
+from sessionvault.config import Settings
+from sessionvault.keyprovider import WrappedKey
+from sessionvault.runtime import open_runtime
+from sessionvault.tools import TOOLS
+from sessionvault.vault import Principal
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def percentiles(samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    p95 = ms[int(len(ms) * 0.95) - 1]
+    return f"p50 {statistics.median(ms):6.1f} ms   p95 {p95:6.1f} ms   (n={len(ms)})"
+
+
+def handler_import_time(runs: int = 5) -> None:
+    code = (
+        "import time; t = time.perf_counter(); "
+        "import mangum, sessionvault.app, sessionvault.cloud, sessionvault.runtime; "
+        "import sys; heavy = [m for m in ('torch', 'openai', 'boto3', 'numpy') if m in sys.modules]; "
+        "print(time.perf_counter() - t, heavy)"
+    )
+    samples, heavy = [], ""
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        seconds, heavy = out.stdout.split(" ", 1)
+        samples.append(float(seconds))
+    print(f"MCP handler imports (cold, {runs} processes): median {statistics.median(samples) * 1000:.0f} ms")
+    print(f"  heavy modules imported at cold start: {heavy.strip()}")
+
+
+def tools_list_tokens() -> None:
+    text = json.dumps([spec.definition().model_dump(by_alias=True, exclude_none=True) for spec in TOOLS])
+    print(f"tools/list: {len(text)} characters = ~{len(text) // 4} tokens (characters / 4)")
+
+
+def user(rt) -> Principal:
+    uid = accounts.create_user(rt.db, rt.keys.provider, f"bench-{os.urandom(4).hex()}")
+    with rt.db.identity() as conn:
+        row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (uid,)).fetchone()
+    return Principal(uid, WrappedKey.from_row(row))
+
+
+def tool_latencies(rt, n: int = 200) -> None:
+    who = user(rt)
+    rt.vault.embedder.embed("warm up")
+    plan = [f"step {i}: refactor module {i}" for i in range(20)]
+
+    def timed(fn) -> list[float]:
+        samples = []
+        for i in range(n):
+            t = time.perf_counter()
+            fn(i)
+            samples.append(time.perf_counter() - t)
+        return samples
+
+    save = timed(
+        lambda i: rt.vault.save(
+            who,
+            records.parse(
+                records.SaveArgs,
+                {"name": f"s{i % 50}", "summary": f"session {i} on caching", "plan": plan, "repo": "r"},
+            ),
+        )
+    )
+    load = timed(lambda i: rt.vault.load(who, records.parse(records.LoadArgs, {"name": f"s{i % 50}"})))
+    latest = timed(lambda i: rt.vault.load(who, records.parse(records.LoadArgs, {"repo": "r"})))
+    listed = timed(lambda i: rt.vault.list(who, records.parse(records.ListArgs, {})))
+    search = timed(lambda i: rt.vault.search(who, records.parse(records.SearchArgs, {"query": f"cache {i}"})))
+    limit = timed(lambda i: ratelimit.check(rt.db, who.user_id, 10**6, 10**7))
+    print("Vault operations, embedded PostgreSQL, local model, 50 sessions with history:")
+    for name, samples in (
+        ("save_session (incl. embedding)", save),
+        ("load_session by name", load),
+        ("load_session latest for repo", latest),
+        ("list_sessions", listed),
+        ("search_sessions (incl. embedding)", search),
+        ("rate-limit check", limit),
+    ):
+        print(f"  {name:34} {percentiles(samples)}")
+
+
+def filtered_recall(rt, big: int = 20_000, small: int = 10) -> None:
+    """A small tenant among a big one: does HNSW + RLS still return the small tenant's rows?"""
+    rng = random.Random(7)
+    noisy, tiny = user(rt), user(rt)
+
+    def vec() -> list[float]:
+        return [rng.gauss(0, 1) for _ in range(384)]
+
+    model = rt.vault.embedder.model
+    for who, count in ((noisy, big), (tiny, small)):
+        with rt.db.tenant(who.user_id) as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO sessions (user_id, name, preview, version, embedding, embedding_model)"
+                " VALUES (%s, %s, '', 1, %s, %s)",
+                [(who.user_id, f"n{i}", Vector(vec()), model) for i in range(count)],
+            )
+    sql = f"""
+        SELECT s.id FROM sessions s
+        WHERE s.user_id = %s AND vector_dims(s.embedding) = 384 AND s.embedding_model = %s
+        ORDER BY s.embedding::vector(384) <=> %s LIMIT {small}"""
+    print(f"Filtered HNSW search: one tenant with {small} rows among {big} rows of another:")
+    for mode in ("off", "strict_order"):
+        found = []
+        for _ in range(20):
+            with rt.db.tenant(tiny.user_id) as conn:
+                conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
+                plan = conn.execute("EXPLAIN " + sql, (tiny.user_id, model, Vector(vec()))).fetchall()
+                rows = conn.execute(sql, (tiny.user_id, model, Vector(vec()))).fetchall()
+            found.append(len(rows))
+        uses_index = any("sessions_embedding_384" in str(r) for r in plan)
+        print(
+            f"  iterative_scan={mode:13} rows returned per query: mean {statistics.mean(found):4.1f}"
+            f" of {small}  (HNSW index used: {uses_index})"
+        )
+
+
+def main() -> None:
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores\n")
+    handler_import_time()
+    tools_list_tokens()
+    home = Path(tempfile.mkdtemp(prefix="sessionvault-bench-"))
+    try:
+        db = embedded.start(home)
+        settings = Settings.from_env(
+            {},
+            database_url=db.app_url,
+            master_key=base64.b64encode(os.urandom(32)).decode(),
+            audit_salt="bench-salt-0123456789",
+            embeddings="local",
+        )
+        rt = open_runtime(settings)
+        print()
+        tool_latencies(rt)
+        print()
+        filtered_recall(rt)
+        rt.close()
+        embedded.stop(home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

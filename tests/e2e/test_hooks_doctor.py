@@ -1,0 +1,165 @@
+"""End to end: the session-start hook and `sessionvault doctor` against the real running server."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sessionvault import clients, doctor, hooks, records
+from sessionvault.repo import current_repo
+
+from ..conftest import free_port, make_user
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.delenv(hooks.URL_ENV, raising=False)
+    monkeypatch.delenv(hooks.KEY_ENV, raising=False)
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A git checkout with an origin remote, as the cwd a client starts in."""
+    path = tmp_path / "shop"
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    subprocess.run(
+        ["git", "-C", str(path), "remote", "add", "origin", "git@github.com:acme/shop-hooks.git"], check=True
+    )
+    return path
+
+
+def run_hook(url: str, key: str, cwd: Path, client: str = "claude-code") -> str:
+    """`sessionvault hook session-start` as the client runs it: a process in the checkout.
+
+    A subprocess rather than capsys: the in-process server's logger would otherwise bind to a
+    capture stream that is closed when the test ends.
+    """
+    argv = ["session-start", "--client", client, "--url", url]
+    code = f"from sessionvault.hooks import main; raise SystemExit(main({argv!r}))"
+    env = {**os.environ, hooks.KEY_ENV: key}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=30
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    out = json.loads(done.stdout)
+    assert list(out) == ["hookSpecificOutput"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_hook_hands_over_the_latest_session_of_this_repo(server, runtime, checkout) -> None:
+    user = make_user(runtime)
+    repo = current_repo(checkout)
+    assert repo == "github.com/acme/shop-hooks"
+    save = {
+        "name": "hooks-handoff",
+        "repo": repo,
+        "summary": "Payment service extracted; receipts still inline",
+        "decisions": [{"decision": "keep receipts inline", "reason": "one caller only"}],
+        "todos": ["move receipts out"],
+        "files": ["src/payment.py"],
+        "tried": ["celery for receipts: too heavy"],
+        "client": "cursor",
+    }
+    runtime.vault.save(user.principal, records.parse(records.SaveArgs, save))
+    other = {"name": "elsewhere", "repo": "github.com/acme/other", "summary": "not this repo"}
+    runtime.vault.save(user.principal, records.parse(records.SaveArgs, other))
+
+    for client in ("claude-code", "codex", "gemini"):
+        text = run_hook(server.url, user.key, checkout, client)
+        assert text.startswith("## SessionVault: last session for `github.com/acme/shop-hooks`")
+        assert "**hooks-handoff** v1, saved by cursor at " in text
+        assert "**Summary:** Payment service extracted; receipts still inline" in text
+        for part in ("keep receipts inline (why: one caller only)", "move receipts out", "src/payment.py"):
+            assert part in text
+        assert "celery for receipts: too heavy" in text
+        assert "not this repo" not in text and len(text) <= hooks.CONTEXT_CAP
+
+
+def test_a_repo_without_sessions_gets_a_nudge_to_save(server, user, checkout) -> None:
+    out = json.loads(hooks.session_start("gemini", server.url, cwd=checkout, env={hooks.KEY_ENV: user.key}))
+    text = out["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("SessionVault: no saved session for repo `github.com/acme/shop-hooks` yet")
+
+
+def test_a_wrong_key_is_a_note_and_exit_0(server, checkout) -> None:
+    text = run_hook(server.url, "sv_live_" + "A" * 32, checkout)
+    assert text == (
+        f"SessionVault: the server at {server.url} refused the API key in SESSIONVAULT_API_KEY (401); "
+        "run `sessionvault doctor`."
+    )
+
+
+# --- doctor -------------------------------------------------------------------------------
+
+
+def run_doctor(url: str, key: str | None, home: Path, cwd: Path) -> tuple[int, str]:
+    out = io.StringIO()
+    env = {hooks.KEY_ENV: key} if key else {}
+    code = doctor.run(url, env=env, home=home, cwd=cwd, out=out)
+    return code, out.getvalue()
+
+
+def test_doctor_passes_only_with_a_client_pointing_at_this_server(server, user, tmp_path: Path) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    cwd.mkdir()
+    health = server.url.replace("/mcp", "/health")
+
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 1
+    assert f"✓ server reachable at {health}" in out
+    assert f"✓ SESSIONVAULT_API_KEY is set ({user.key[:12]}...)" in out
+    assert "✓ the server accepts the key" in out
+    assert "✗ no client is configured to use SessionVault" in out
+    assert f"fix: sessionvault connect claude-code --apply --url {server.url}" in out
+
+    clients.apply("cursor", server.url, None, use_env=True, home=home, cwd=cwd)
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 0, out
+    assert f"✓ Cursor: ~/.cursor/mcp.json -> {server.url}" in out
+    assert "· not configured: claude-code, claude-desktop, vscode" in out
+    assert out.rstrip().endswith("all good")
+
+    clients.apply("gemini", "http://127.0.0.1:1/mcp", None, use_env=True, home=home, cwd=cwd)
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 1
+    assert f"✗ Gemini CLI: ~/.gemini/settings.json points to http://127.0.0.1:1/mcp, not {server.url}" in out
+    assert f"fix: sessionvault connect gemini --apply --url {server.url}" in out
+    assert "· Gemini CLI: no session-start hook" in out  # a tip: hooks are optional
+
+    clients.apply("gemini", server.url, None, use_env=True, home=home, cwd=cwd)
+    hooks.install_hooks("gemini", home=home, cwd=cwd)
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 0, out
+    assert "✓ Gemini CLI: session-start hook installed in ~/.gemini/settings.json" in out
+
+
+def test_doctor_names_the_fix_for_a_missing_or_refused_key(server, tmp_path: Path) -> None:
+    clients.apply("cursor", server.url, None, use_env=True, home=tmp_path, cwd=tmp_path)
+    code, out = run_doctor(server.url, None, tmp_path, tmp_path)
+    assert code == 1
+    assert "✗ SESSIONVAULT_API_KEY is not set\n    fix: export SESSIONVAULT_API_KEY=sv_live_..." in out
+
+    code, out = run_doctor(server.url, "sv_live_" + "B" * 32, tmp_path, tmp_path)
+    assert code == 1
+    assert "✗ the server refuses the key" in out
+    assert "fix: sessionvault key create --label laptop" in out
+
+
+def test_doctor_with_the_server_down(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    code, out = run_doctor(url, "sv_live_" + "C" * 32, tmp_path, tmp_path)
+    assert code == 1
+    assert f"✗ server not reachable at http://127.0.0.1:{port}/health" in out
+    assert f"fix: sessionvault dev --port {port}" in out
+    assert "accepts the key" not in out and "refuses the key" not in out

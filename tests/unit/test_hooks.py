@@ -1,0 +1,391 @@
+"""Session-start hooks: output shape per client, failing soft and fast, and safe installs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sessionvault import clients, hooks
+
+from ..conftest import free_port
+
+KEY = "sv_live_" + "k" * 32
+T1 = datetime(2026, 1, 2, 3, 4, 5)
+T2 = datetime(2026, 1, 2, 3, 4, 9)
+HOOK_FILES = {
+    "claude-code": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+}
+
+SESSION: dict[str, Any] = {
+    "found": True,
+    "name": "checkout-refactor",
+    "repo": "github.com/acme/shop",
+    "version": 3,
+    "saved_at": "2026-01-02T03:04:05+00:00",
+    "client": "cursor",
+    "summary": "Split checkout into cart, payment and receipt services",
+    "plan": ["extract cart"],
+    "decisions": [{"decision": "use Stripe intents", "reason": "SCA compliance"}],
+    "todos": ["write payment tests"],
+    "files": ["src/checkout.py"],
+    "errors": [],
+    "tried": ["caching totals: stale prices"],
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    monkeypatch.delenv(hooks.URL_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def context_of(stdout: str) -> str:
+    """The hook's stdout must be exactly one JSON object in the SessionStart shape."""
+    out = json.loads(stdout)
+    assert list(out) == ["hookSpecificOutput"]
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert set(out["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+# --- Output -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "gemini"])
+def test_each_client_gets_session_start_json(client: str) -> None:
+    text = hooks.session_start(client, env={})
+    assert context_of(text).startswith("SessionVault: SESSIONVAULT_API_KEY is not set")
+    assert "sessionvault doctor" in context_of(text)
+
+
+def test_the_session_renders_as_compact_markdown() -> None:
+    text = hooks.render_session(SESSION)
+    for part in (
+        "github.com/acme/shop",
+        "**checkout-refactor** v3, saved by cursor at 2026-01-02 03:04 UTC",
+        'load_session with name "checkout-refactor"',
+        "**Summary:** Split checkout into cart, payment and receipt services",
+        "**Next steps**\n- write payment tests",
+        "**Decisions**\n- use Stripe intents (why: SCA compliance)",
+        "**Files**\n- src/checkout.py",
+        "**Tried**\n- caching totals: stale prices",
+    ):
+        assert part in text
+    assert "Plan" not in text and "Errors" not in text
+
+
+def test_a_big_session_is_capped_and_says_what_was_left_out() -> None:
+    big = {
+        **SESSION,
+        "summary": "s" * 5000,
+        "todos": [f"todo {i} " + "x" * 150 for i in range(50)],
+        "decisions": [{"decision": "d" * 300, "reason": "r" * 300}] * 20,
+        "files": [f"src/file_{i}.py" for i in range(200)],
+    }
+    text = hooks.render_session(big)
+    assert len(text) <= hooks.CONTEXT_CAP
+    assert "…" in text and "more" in text
+    assert "**Next steps**" in text
+    for cap in (300, 500, 1000, 1500):
+        assert len(hooks.render_session(big, cap=cap)) <= cap
+
+
+def test_no_client_name_in_session_and_odd_timestamps_still_render() -> None:
+    text = hooks.render_session({**SESSION, "client": "", "saved_at": "yesterday"})
+    assert "saved at yesterday" in text
+
+
+# --- Failing soft and fast ----------------------------------------------------------------
+
+
+def test_server_down_prints_a_note_and_exits_0_within_a_second(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(hooks.KEY_ENV, KEY)
+    url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
+    started = time.monotonic()
+    code = hooks.main(["session-start", "--client", "claude-code", "--url", url])
+    elapsed = time.monotonic() - started
+    captured = capsys.readouterr()
+    assert code == 0 and elapsed < 1.0
+    note = context_of(captured.out)
+    assert note == (
+        f"SessionVault: server not reachable at {url}, so no earlier session was loaded; "
+        "run `sessionvault doctor`."
+    )
+    assert captured.err == ""
+
+
+def test_a_server_that_never_answers_is_cut_off_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(hooks.KEY_ENV, KEY)
+    with socket.socket() as silent:  # accepts connections (backlog) and never replies
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+        started = time.monotonic()
+        text = hooks.session_start("gemini", url)
+        elapsed = time.monotonic() - started
+    assert elapsed < 1.0
+    assert context_of(text).startswith(f"SessionVault: no answer from {url} within 0.8 s")
+
+
+def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    text = hooks.session_start("codex", env={hooks.KEY_ENV: KEY, hooks.URL_ENV: url})
+    assert url in context_of(text)
+
+
+def test_a_bad_url_is_a_note_too() -> None:
+    text = hooks.session_start("claude-code", "ftp://example.com/mcp", env={hooks.KEY_ENV: KEY})
+    assert context_of(text).startswith("SessionVault: could not reach ftp://example.com/mcp")
+
+
+def test_as_a_process_it_exits_0_with_no_traceback(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    code = f"from sessionvault.hooks import main; raise SystemExit(main(['session-start', '--url', {url!r}]))"
+    env = {"PATH": "/usr/bin:/bin", hooks.KEY_ENV: KEY, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=30
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    assert "server not reachable" in context_of(done.stdout)
+
+
+class FakeServer:
+    """A stand-in MCP endpoint answering every POST with one canned response."""
+
+    def __init__(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.seen: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["content-length"])
+                outer.seen.append(
+                    {"headers": dict(self.headers), "body": json.loads(self.rfile.read(length))}
+                )
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/mcp"
+
+    def __enter__(self) -> FakeServer:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def rpc_result(structured: dict[str, Any]) -> bytes:
+    content = [{"type": "text", "text": json.dumps(structured)}]
+    result = {"content": content, "structuredContent": structured, "isError": False}
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode()
+
+
+@pytest.fixture
+def fake(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    with FakeServer(*request.param) as server:
+        yield server
+
+
+@pytest.mark.parametrize("fake", [(200, rpc_result(SESSION))], indirect=True)
+def test_one_stateless_tools_call_with_the_documented_headers(fake: FakeServer, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "shop")], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path / "shop"), "remote", "add", "origin", "git@github.com:acme/shop.git"],
+        check=True,
+    )
+    text = hooks.session_start("claude-code", fake.url, cwd=tmp_path / "shop", env={hooks.KEY_ENV: KEY})
+    assert context_of(text) == hooks.render_session(SESSION)
+    [call] = fake.seen
+    headers = {k.lower(): v for k, v in call["headers"].items()}
+    assert headers["authorization"] == f"Bearer {KEY}"
+    assert headers["content-type"] == "application/json"
+    assert headers["accept"] == "application/json, text/event-stream"
+    assert headers["mcp-protocol-version"] == "2025-06-18"
+    assert call["body"]["method"] == "tools/call"
+    assert call["body"]["params"] == {
+        "name": "load_session",
+        "arguments": {"repo": "github.com/acme/shop", "mode": "normal"},
+    }
+
+
+SSE = b"event: message\ndata: " + rpc_result({"found": False, "hint": "no session"}) + b"\n\n"
+
+
+@pytest.mark.parametrize("fake", [(200, SSE, "text/event-stream")], indirect=True)
+def test_an_sse_answer_and_no_session_yet(fake: FakeServer) -> None:
+    text = context_of(hooks.session_start("codex", fake.url, env={hooks.KEY_ENV: KEY}))
+    assert text.startswith("SessionVault: no saved session for repo ")
+    assert "save_session" in text
+
+
+@pytest.mark.parametrize("fake", [(401, b'{"error": "unauthorized"}')], indirect=True)
+def test_a_refused_key_is_a_note(fake: FakeServer) -> None:
+    text = context_of(hooks.session_start("gemini", fake.url, env={hooks.KEY_ENV: KEY}))
+    assert "refused the API key" in text and "(401)" in text and "sessionvault doctor" in text
+
+
+@pytest.mark.parametrize(
+    "fake",
+    [
+        (500, b"oops"),
+        (200, b"not json"),
+        (200, json.dumps({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "boom"}}).encode()),
+    ],
+    indirect=True,
+)
+def test_anything_else_is_a_note_as_well(fake: FakeServer) -> None:
+    text = context_of(hooks.session_start("claude-code", fake.url, env={hooks.KEY_ENV: KEY}))
+    assert text.startswith("SessionVault: ")
+
+
+def test_constants_match_the_client_registry() -> None:
+    assert hooks.KEY_ENV == clients.ENV_VAR and hooks.DEFAULT_URL == clients.DEFAULT_URL
+
+
+def test_the_hook_subcommand_is_registered() -> None:
+    parser = argparse.ArgumentParser(prog="sessionvault")
+    hooks.add_hook_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["hook", "session-start", "--client", "gemini", "--url", "http://x/mcp"])
+    assert (args.client, args.url, args.func) == ("gemini", "http://x/mcp", hooks._run_session_start)
+    args = parser.parse_args(["hook", "session-start"])
+    assert (args.client, args.url) == ("claude-code", None)
+
+
+# --- Installing ---------------------------------------------------------------------------
+
+
+def session_start_groups(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["hooks"]["SessionStart"]
+
+
+@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> None:
+    result = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path / "project", now=T1)
+    path = tmp_path / HOOK_FILES[client]
+    assert result.path == path and result.changed and result.backup is None
+    [group] = session_start_groups(path)
+    [hook] = group["hooks"]
+    assert hook["type"] == "command"
+    assert hook["command"] == f"sessionvault hook session-start --client {client}"
+    expected = {
+        "claude-code": ("startup|clear", {"timeout": 5}),
+        "codex": ("startup|clear", {"timeout": 5}),
+        "gemini": ("startup", {"timeout": 5000, "name": "sessionvault"}),
+    }[client]
+    assert group["matcher"] == expected[0]
+    assert expected[1].items() <= hook.items()
+    assert hooks.hook_installed(client, home=tmp_path, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+def test_install_is_idempotent_keeps_other_settings_and_backs_up(client: str, tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES[client]
+    path.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "echo hello"}
+    original = {
+        "model": "opus",
+        "mcpServers": {"other": {"url": "http://other"}},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}],
+            "SessionStart": [{"matcher": "startup", "hooks": [theirs]}],
+        },
+    }
+    text = json.dumps(original, indent=4) + "\n"
+    path.write_text(text)
+    path.chmod(0o640)
+
+    first = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T1)
+    assert first.changed and first.backup == path.with_name(f"{path.name}.bak-20260102030405")
+    assert first.backup.read_text() == text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    after = json.loads(path.read_text())
+    assert {k: v for k, v in after.items() if k != "hooks"} == {
+        k: v for k, v in original.items() if k != "hooks"
+    }
+    assert after["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
+    groups = after["hooks"]["SessionStart"]
+    assert groups[0] == {"matcher": "startup", "hooks": [theirs]}
+    assert len(groups) == 2 and hooks._is_ours(groups[1]["hooks"][0])
+    assert '\n    "model": "opus"' in path.read_text()  # the file's own indentation is kept
+
+    written = path.read_text()
+    second = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T2)
+    assert (second.changed, second.backup) == (False, None)
+    assert path.read_text() == written
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, first.backup.name])
+
+
+def test_a_changed_url_replaces_the_old_hook_instead_of_adding_one(tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES["claude-code"]
+    path.parent.mkdir(parents=True)
+    old_ours = {"type": "command", "command": "/opt/bin/sessionvault hook session-start --client claude-code"}
+    theirs = {"type": "command", "command": "echo hello"}
+    path.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [theirs, old_ours]}]}}))
+
+    url = "https://vault.example.com/mcp"
+    result = hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T1, url=url)
+    assert result.changed
+    groups = session_start_groups(path)
+    assert groups[0] == {"hooks": [theirs]}  # their hook stays, our old one is gone
+    assert groups[1]["hooks"][0]["command"] == (
+        "sessionvault hook session-start --client claude-code --url https://vault.example.com/mcp"
+    )
+    assert not hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T2, url=url).changed
+
+
+def test_a_symlinked_settings_file_is_edited_through_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"theme": "dark"}\n')
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T1)
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["theme"] == "dark"
+    assert hooks.hook_installed("claude-code", home=tmp_path, cwd=tmp_path)
+
+
+def test_a_malformed_hooks_section_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES["gemini"]
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {"SessionStart": "nope"}}')
+    with pytest.raises(ValueError, match="SessionStart"):
+        hooks.install_hooks("gemini", home=tmp_path, cwd=tmp_path, now=T1)
+    assert path.read_text() == '{"hooks": {"SessionStart": "nope"}}'
+    assert list(path.parent.iterdir()) == [path]
+    assert not hooks.hook_installed("gemini", home=tmp_path, cwd=tmp_path)
+
+
+def test_clients_without_a_session_start_hook_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no session-start hook"):
+        hooks.install_hooks("cursor", home=tmp_path, cwd=tmp_path)
+    assert not any(tmp_path.iterdir())
