@@ -109,6 +109,7 @@ def nearest(
     if dims not in (384, 1536):
         return []
     conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+    conn.execute("SET LOCAL hnsw.ef_search = 100")  # recall over speed: see BENCHMARKS.md
     # dims is one of two integers, so formatting it into the SQL is safe
     typed = f"embedding::vector({dims})"
     return conn.execute(
