@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psycopg
 from pgvector import Vector
+
 from sessionvault import accounts, embedded, ratelimit, records
 from sessionvault.config import Settings
 from sessionvault.embeddings import LocalEmbedder

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
 from sessionvault import accounts, embedded
 from sessionvault.app import SessionVaultApp
 from sessionvault.config import Settings

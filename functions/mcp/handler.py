@@ -4,6 +4,7 @@ Built once per container at cold start (a configuration problem stops it here, w
 line per problem); Mangum's lifespan is off because the app has none to run."""
 
 from mangum import Mangum
+
 from sessionvault.app import SessionVaultApp
 from sessionvault.cloud import lambda_settings
 from sessionvault.runtime import open_runtime

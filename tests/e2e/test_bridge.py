@@ -10,6 +10,7 @@ import anyio
 import pytest
 import uvicorn
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
+
 from sessionvault.app import SessionVaultApp
 from sessionvault.tools import INSTRUCTIONS
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sessionvault import clients, doctor, hooks, records
 from sessionvault.repo import current_repo
 

@@ -7,6 +7,7 @@ import httpx2
 import psycopg
 import pytest
 from psycopg.rows import dict_row
+
 from sessionvault import accounts
 
 from ..conftest import ServerThread, make_settings, make_user, mcp_client
@@ -209,3 +210,17 @@ def test_each_request_leaves_one_audit_row_without_pii(server, runtime, pg):
     assert len(row["ip_hash"]) == 32 and len(row["ua_hash"]) == 32
     flat = repr(rows)
     assert "secret-agent" not in flat and "127.0.0.1" not in flat and user.key not in flat
+
+
+async def test_prompts_and_instructions_for_handoffs(server, user):
+    async with mcp_client(server.url, user.key) as client:
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        resume = await client.get_prompt("resume", {"repo": "github.com/acme/shop"})
+        handoff = await client.get_prompt("handoff", {"name": "auth-jwt"})
+        instructions = client.instructions
+    assert prompts == {"handoff", "resume"}
+    assert "load_session" in resume.messages[0].content.text
+    assert "github.com/acme/shop" in resume.messages[0].content.text
+    text = handoff.messages[0].content.text
+    assert "save_session" in text and "'auth-jwt'" in text and "decisions" in text
+    assert instructions and "load_session" in instructions and "save_session" in instructions

@@ -1,6 +1,7 @@
 """Tenant isolation in the database itself: RLS as the non-superuser app role."""
 
 import psycopg
+
 from sessionvault import records
 
 from ..conftest import make_user

@@ -1,4 +1,5 @@
 import psycopg
+
 from sessionvault.migrations import migrate, migrations_dir
 
 

@@ -1,6 +1,7 @@
 """Semantic search with the real offline model ranks the relevant session first."""
 
 import pytest
+
 from sessionvault import records
 
 from ..conftest import make_user

@@ -2,6 +2,7 @@
 
 import psycopg
 import pytest
+
 from sessionvault import records
 from sessionvault.errors import DecryptionFailed
 from sessionvault.vault import Vault

@@ -4,6 +4,7 @@ import secrets
 
 import boto3
 import psycopg
+
 from sessionvault import records
 from sessionvault.vault import Principal
 

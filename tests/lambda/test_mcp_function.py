@@ -5,6 +5,7 @@ import logging
 import sys
 
 import pytest
+
 from sessionvault.errors import ConfigError
 
 from .conftest import LambdaContext, body_json, http_event, load_handler, rpc
@@ -110,3 +111,19 @@ def test_a_misconfigured_function_refuses_to_serve(aws, monkeypatch, caplog):
     monkeypatch.setenv("SESSIONVAULT_KMS_KEY_ID", "CHANGE_ME")
     with caplog.at_level(logging.ERROR), pytest.raises(ConfigError, match="2 configuration problem"):
         load_handler("mcp")
+
+
+def test_a_connection_broken_between_invocations_is_reopened(functions, pg):
+    import psycopg
+
+    admin, mcp = functions
+    key = new_key(admin)
+    assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200
+    # What a frozen container or a pooler restart does: the server side of the socket goes away.
+    with psycopg.connect(pg.owner_url, autocommit=True) as conn:
+        killed = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE usename = 'sessionvault_app' AND pid <> pg_backend_pid()"
+        ).fetchone()[0]
+    assert killed >= 1
+    assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessionvault.clients import CLIENTS, add_connect_parser, apply, config_path, render
 
 URL = "http://127.0.0.1:8765/mcp"

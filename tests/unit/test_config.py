@@ -2,6 +2,7 @@ import base64
 import os
 
 import pytest
+
 from sessionvault.config import Settings, is_placeholder
 from sessionvault.errors import ConfigError
 from sessionvault.keyprovider import LocalKeyProvider, load_or_create_master_key, parse_master_key

@@ -1,6 +1,7 @@
 import os
 
 import pytest
+
 from sessionvault import crypto
 from sessionvault.errors import DecryptionFailed
 

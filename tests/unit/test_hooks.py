@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from sessionvault import clients, hooks
 
 from ..conftest import free_port

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import boto3
 import pytest
 from moto import mock_aws
+
 from sessionvault.keyprovider import DekCache, KeyProvider, KmsKeyProvider, LocalKeyProvider, WrappedKey
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from sessionvault import records
 from sessionvault.errors import ValidationFailed
 

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from sessionvault import repo
 from sessionvault.repo import current_repo, normalize_remote
 
