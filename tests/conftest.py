@@ -28,6 +28,16 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.vault import Principal
 
 
+@pytest.fixture
+def isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Git that ignores the developer's config (a global `url.<x>.insteadOf` would rewrite
+    remotes) and stops at tmp_path (a parent repo would make "not a repo" cases find it)."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

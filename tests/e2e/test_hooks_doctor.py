@@ -18,10 +18,7 @@ from ..conftest import free_port, make_user
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+def _isolated(isolated_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(hooks.URL_ENV, raising=False)
     monkeypatch.delenv(hooks.KEY_ENV, raising=False)
 

@@ -10,14 +10,7 @@ import pytest
 from sessionvault import repo
 from sessionvault.repo import current_repo, normalize_remote
 
-
-@pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # A developer's global `url.<x>.insteadOf` would rewrite remotes, and a parent repo
-    # above tmp_path would make "not a repo" cases find it.
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def _git_repo(path: Path, origin: str | None = None) -> Path:
