@@ -464,7 +464,7 @@ def add_connect_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--hooks",
         action="store_true",
-        help="also install the session-start hook (claude-code, codex, gemini)",
+        help="also install the session-start hook (claude-code, codex, gemini); implies --apply",
     )
     p.set_defaults(func=_run_connect)
 
@@ -478,7 +478,7 @@ def _run_connect(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        if not args.apply:
+        if not (args.apply or args.hooks):  # --hooks writes, so it implies --apply
             print(render(args.client, args.url, key, use_env=args.use_env), end="")
             path = config_path(args.client, home=Path.home(), cwd=Path.cwd())
             print(f"# goes into {path}", file=sys.stderr)

@@ -162,7 +162,7 @@ def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
                 Check(
                     None,
                     f"{spec.title}: no session-start hook, so the last session is not loaded "
-                    f"automatically (sessionvault connect {name} --hooks)",
+                    f"automatically (sessionvault connect {name} --apply --hooks)",
                 )
             )
     return out

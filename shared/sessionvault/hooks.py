@@ -457,7 +457,7 @@ def add_hook_parser(subparsers: argparse._SubParsersAction) -> None:
         "hook",
         help="commands that AI clients run as hooks",
         description="Commands that AI clients run as hooks; install them with "
-        "`sessionvault connect <client> --hooks`.",
+        "`sessionvault connect <client> --apply --hooks`.",
     )
     _add_events(p.add_subparsers(dest="event", required=True, metavar="event"))
 
