@@ -12,6 +12,8 @@ import uuid
 from typing import Any
 
 import anyio.to_thread
+import psycopg
+import psycopg_pool
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
@@ -19,29 +21,32 @@ from starlette.types import Message, Receive, Scope, Send
 from sessionvault import audit, auth, ratelimit, telemetry
 from sessionvault.errors import ErrorClass
 from sessionvault.runtime import Runtime
-from sessionvault.tools import CallState, current_call
+from sessionvault.tools import TOOLS, CallState, build_server, current_call
+from sessionvault.vault import Principal
 
 UNAUTHORIZED = json.dumps({"error": "unauthorized"}).encode()
+UNAVAILABLE = json.dumps({"error": "temporarily unavailable, try again"}).encode()
+DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
+# What the log, the audit row and the metric dimension may name: never free text from a caller.
+KNOWN_METHODS = {spec.name for spec in TOOLS} | {
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+}
 
 
-class BodyTooLarge(Exception):
-    pass
+class Refused(Exception):
+    """The request ends here with this status, body and error class."""
 
-
-async def read_body(receive: Receive, limit: int) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+    def __init__(
+        self, status: int, body: bytes, error_class: ErrorClass, headers: dict[str, str] | None = None
+    ):
+        self.status, self.body, self.error_class, self.headers = status, body, error_class, headers
 
 
 async def respond(send: Send, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
@@ -55,26 +60,71 @@ def jsonrpc_error(code: int, message: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
 
 
+def method_of(payload: Any) -> str:
+    """The tool or JSON-RPC method, if it is one we know; otherwise "other"."""
+    if not isinstance(payload, dict):
+        return "batch" if isinstance(payload, list) else "other"
+    method = payload.get("method")
+    if method == "tools/call":
+        method = (payload.get("params") or {}).get("name")
+    return method if method in KNOWN_METHODS else "other"
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 def _request_id(scope: Scope, headers: dict[str, str]) -> str:
     event = scope.get("aws.event") or {}
-    return event.get("requestContext", {}).get("requestId") or headers.get("x-request-id", uuid.uuid4().hex)
+    gateway_id = event.get("requestContext", {}).get("requestId")
+    return (gateway_id or headers.get("x-request-id") or uuid.uuid4().hex)[:100]
 
 
-def _method(payload: Any) -> str:
-    if isinstance(payload, dict):
-        if payload.get("method") == "tools/call":
-            return str((payload.get("params") or {}).get("name", "tools/call"))[:64]
-        return str(payload.get("method", "response"))[:64]
-    return "batch"
+async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tuple[bytes, Any]:
+    """The body, capped while it streams in, and its JSON."""
+    too_big = Refused(413, jsonrpc_error(-32600, f"request body exceeds {limit} bytes"), "validation")
+    declared = headers.get("content-length") or "0"
+    if not declared.isdigit():
+        raise Refused(400, jsonrpc_error(-32600, "invalid Content-Length"), "validation")
+    if int(declared) > limit:
+        raise too_big
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            raise too_big
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    try:
+        return body, json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise Refused(
+            400, jsonrpc_error(-32700, "parse error: body is not valid JSON"), "validation"
+        ) from None
+
+
+def answered_with_error(status: int, body: bytes) -> ErrorClass | None:
+    """The class of an error the MCP SDK answered itself (unknown method, bad params, 4xx)."""
+    if status >= 500:
+        return "internal"
+    if status >= 400:
+        return "validation"
+    try:
+        reply = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return "validation" if isinstance(reply, dict) and "error" in reply else None
 
 
 class SessionVaultApp:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self.server = build_server(runtime.vault)
         hosts = list(runtime.settings.allowed_hosts)
         # Behind API Gateway the Host is the API's domain and the key is the only credential;
         # on 127.0.0.1 keep the SDK's DNS-rebinding check with the local names.
@@ -100,76 +150,66 @@ class SessionVaultApp:
     async def handle_mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         headers = _headers(scope)
-        ctx = telemetry.RequestLog(
+        log = telemetry.RequestLog(
             request_id=_request_id(scope, headers),
             ip=(scope.get("client") or ("", 0))[0],
             user_agent=headers.get("user-agent", ""),
         )
-        status, error_class, user_id = await self._pipeline(scope, receive, send, headers, ctx)
-        ctx.status, ctx.error_class, ctx.user_id = status, error_class, user_id
-        ctx.latency_ms = int((time.perf_counter() - started) * 1000)
-        await anyio.to_thread.run_sync(self._record, ctx)
-
-    async def _pipeline(
-        self, scope: Scope, receive: Receive, send: Send, headers: dict, ctx: telemetry.RequestLog
-    ) -> tuple[int, ErrorClass | None, str | None]:
-        limit = self.rt.settings.max_body_bytes
         try:
-            declared = int(headers.get("content-length") or 0)
-            if declared > limit:
-                raise BodyTooLarge
-            body = await read_body(receive, limit)
-        except BodyTooLarge:
-            await respond(send, 413, jsonrpc_error(-32600, f"request body exceeds {limit} bytes"))
-            return 413, "validation", None
-        except ValueError:
-            await respond(send, 400, jsonrpc_error(-32700, "invalid Content-Length"))
-            return 400, "validation", None
-        try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            await respond(send, 400, jsonrpc_error(-32700, "parse error: body is not valid JSON"))
-            return 400, "validation", None
-        ctx.tool = _method(payload)
+            await self._serve(scope, receive, send, headers, log)
+        except Refused as refusal:
+            log.status, log.error_class = refusal.status, refusal.error_class
+            await respond(send, refusal.status, refusal.body, refusal.headers)
+        log.latency_ms = int((time.perf_counter() - started) * 1000)
+        await anyio.to_thread.run_sync(self._record, log)
 
-        outcome = await anyio.to_thread.run_sync(auth.authenticate, self.rt.db, headers.get("authorization"))
-        if outcome.principal is None:
-            ctx.auth_reason = outcome.reason
-            await respond(send, 401, UNAUTHORIZED, {"WWW-Authenticate": "Bearer"})
-            return 401, "auth", None
-        who = outcome.principal
-
-        settings = self.rt.settings
-        verdict = await anyio.to_thread.run_sync(
-            ratelimit.check,
-            self.rt.db,
-            who.user_id,
-            settings.rate_per_minute,
-            settings.rate_per_day,
-        )
-        if not verdict.allowed:
-            body = json.dumps(
-                {
-                    "error": "rate_limited",
-                    "window": verdict.window,
-                    "limit": verdict.limit,
-                    "retry_after": verdict.retry_after_s,
-                }
-            ).encode()
-            await respond(send, 429, body, {"Retry-After": str(verdict.retry_after_s)})
-            return 429, "rate_limit", who.user_id
-
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
+    ) -> None:
+        body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
+        log.tool = method_of(payload)
+        who = await self._authenticate(headers.get("authorization"), log)
+        log.user_id = who.user_id
+        await self._admit(who)
         state = CallState(principal=who)
         token = current_call.set(state)
         try:
-            status = await self._serve_mcp(scope, body, receive, send)
+            log.status, reply = await self._dispatch(scope, body, receive, send)
         finally:
             current_call.reset(token)
-        if state.tool:
-            ctx.tool = state.tool
-        return status, state.error_class, who.user_id
+        log.error_class = state.error_class or answered_with_error(log.status, reply)
 
-    async def _serve_mcp(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> int:
+    async def _authenticate(self, authorization: str | None, log: telemetry.RequestLog) -> Principal:
+        try:
+            outcome = await anyio.to_thread.run_sync(auth.authenticate, self.rt.db, authorization)
+        except DB_ERRORS as exc:
+            log.failure = type(exc).__name__
+            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        if outcome.principal is None:
+            log.auth_reason = outcome.reason
+            raise Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": "Bearer"})
+        return outcome.principal
+
+    async def _admit(self, who: Principal) -> None:
+        settings = self.rt.settings
+        try:
+            verdict = await anyio.to_thread.run_sync(
+                ratelimit.check, self.rt.db, who.user_id, settings.rate_per_minute, settings.rate_per_day
+            )
+        except DB_ERRORS:
+            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        if not verdict.allowed:
+            body = {
+                "error": "rate_limited",
+                "window": verdict.window,
+                "limit": verdict.limit,
+                "retry_after": verdict.retry_after_s,
+            }
+            retry = {"Retry-After": str(verdict.retry_after_s)}
+            raise Refused(429, json.dumps(body).encode(), "rate_limit", retry)
+
+    async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
+        """Hand the (already read) body to the SDK; returns the status and the reply body."""
         replayed = False
 
         async def replay() -> Message:
@@ -179,16 +219,18 @@ class SessionVaultApp:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        status = 500
+        status, reply = 500, bytearray()
 
         async def watch(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body":
+                reply.extend(message.get("body", b""))
             await send(message)
 
         manager = StreamableHTTPSessionManager(
-            self.rt.server,
+            self.server,
             json_response=True,
             stateless=True,
             security_settings=self.security,
@@ -196,24 +238,14 @@ class SessionVaultApp:
         )
         async with manager.run():
             await manager.handle_request(scope, replay, watch)
-        return status
+        return status, bytes(reply)
 
-    def _record(self, ctx: telemetry.RequestLog) -> None:
-        salt = self.rt.settings.audit_salt
-        event = audit.AuditEvent(
-            user_id=ctx.user_id,
-            request_id=ctx.request_id,
-            tool=ctx.tool,
-            error_class=ctx.error_class,
-            latency_ms=ctx.latency_ms,
-            ip_hash=audit.salted_hash(ctx.ip, salt),
-            ua_hash=audit.salted_hash(ctx.user_agent, salt),
-        )
+    def _record(self, log: telemetry.RequestLog) -> None:
         try:
-            audit.record(self.rt.db, event)
+            audit.record(self.rt.db, log, self.rt.settings.audit_salt)
         except Exception as exc:  # the response is already sent; losing the row must be loud
-            telemetry.audit_write_failed(ctx, exc)
-        telemetry.emit(ctx)
+            log.failure = f"audit write failed: {type(exc).__name__}"
+        telemetry.emit(log)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -8,22 +8,21 @@ from pathlib import Path
 
 from sessionvault.errors import ConfigError
 
-_PLACEHOLDERS = (
-    "change_me",
-    "changeme",
-    "change-me",
-    "placeholder",
-    "your_",
-    "your-",
-    "xxx",
-    "todo",
-)
+# Whole values (or their obvious stems) only: a random key or salt must never match by chance.
+_PLACEHOLDER_STEMS = ("change_me", "changeme", "change-me", "placeholder", "replace_me", "replace-me")
+_PLACEHOLDER_VALUES = {"todo", "tbd", "secret", "password", "none", "null", "example", "test"}
 
 
 def is_placeholder(value: str) -> bool:
     """True for values that were obviously never filled in (CHANGE_ME, your-key-here, xxxx...)."""
     lowered = value.strip().lower()
-    return not lowered or any(p in lowered for p in _PLACEHOLDERS) or len(set(lowered)) == 1
+    return (
+        not lowered
+        or lowered in _PLACEHOLDER_VALUES
+        or lowered.startswith(("your-", "your_", "<"))
+        or any(stem in lowered for stem in _PLACEHOLDER_STEMS)
+        or len(set(lowered)) == 1
+    )
 
 
 def default_home() -> Path:

@@ -23,12 +23,14 @@ class Database:
     PgBouncer (Neon's pooled endpoint, RDS Proxy); `check` re-opens connections broken while a
     Lambda container was frozen."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8) -> None:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 5.0) -> None:
+        # Fail within seconds when the database is away: well inside API Gateway's 29 s.
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"prepare_threshold": None, "row_factory": dict_row},
+            timeout=timeout,
+            kwargs={"prepare_threshold": None, "row_factory": dict_row, "connect_timeout": 5},
             configure=_configure,
             check=ConnectionPool.check_connection,
             open=False,

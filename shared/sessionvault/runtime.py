@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.server.lowlevel import Server
-
 from sessionvault import embeddings
 from sessionvault.config import Settings
 from sessionvault.db import Database
@@ -17,7 +15,6 @@ from sessionvault.keyprovider import (
     LocalKeyProvider,
     parse_master_key,
 )
-from sessionvault.tools import build_server
 from sessionvault.vault import Vault
 
 
@@ -27,7 +24,6 @@ class Runtime:
     db: Database
     keys: DekCache
     vault: Vault
-    server: Server
 
     def close(self) -> None:
         self.db.close()
@@ -47,4 +43,4 @@ def open_runtime(settings: Settings, *, pool_size: int = 8) -> Runtime:
     keys = DekCache(key_provider(settings))
     db = Database(settings.database_url, max_size=pool_size)
     vault = Vault(db, keys, embeddings.from_settings(settings), settings.history_keep)
-    return Runtime(settings, db, keys, vault, build_server(vault))
+    return Runtime(settings, db, keys, vault)

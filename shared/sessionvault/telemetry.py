@@ -21,7 +21,12 @@ class RequestLog:
     status: int = 0
     error_class: ErrorClass | None = None
     auth_reason: str = ""  # why a key was refused: logged here, never sent to the caller
+    failure: str = ""  # an exception's type name, never its message (messages carry secrets)
     latency_ms: int = 0
+
+    @property
+    def outcome(self) -> str:
+        return "error" if self.error_class else "ok"
 
     def fields(self) -> dict[str, Any]:
         # ip and user agent stay out: the audit row keeps only their salted hashes
@@ -30,9 +35,10 @@ class RequestLog:
             "tool": self.tool,
             "user_id": self.user_id,
             "status": self.status,
-            "outcome": "error" if self.error_class else "ok",
+            "outcome": self.outcome,
             "error_class": self.error_class,
             "auth_reason": self.auth_reason or None,
+            "failure": self.failure or None,
             "latency_ms": self.latency_ms,
         }
 
@@ -56,9 +62,10 @@ def in_lambda() -> bool:
 
 
 def emit(ctx: RequestLog) -> None:
-    log = logger()
-    log.set_correlation_id(ctx.request_id)
-    log.info("request", extra=ctx.fields())
+    # The correlation id goes in per line: a shared Logger's set_correlation_id would race
+    # between the worker threads of a local server.
+    fields = {**ctx.fields(), "correlation_id": ctx.request_id}
+    (logger().error if ctx.failure else logger().info)("request", extra=fields)
     if in_lambda():
         from aws_lambda_powertools.metrics import MetricUnit
 
@@ -68,9 +75,3 @@ def emit(ctx: RequestLog) -> None:
         m.add_metric(name="Errors", unit=MetricUnit.Count, value=1 if ctx.error_class else 0)
         m.add_metric(name="Latency", unit=MetricUnit.Milliseconds, value=ctx.latency_ms)
         m.flush_metrics()
-
-
-def audit_write_failed(ctx: RequestLog, exc: Exception) -> None:
-    logger().error(
-        "audit write failed", extra={"request_id": ctx.request_id, "error_type": type(exc).__name__}
-    )

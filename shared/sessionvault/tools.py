@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import anyio.to_thread
@@ -149,15 +149,24 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
         state.error_class = "internal"
         log.exception("tool failed", extra={"tool": name, "error_type": type(exc).__name__})
         return _error("internal error")
-    text = json.dumps(result, ensure_ascii=False)
+    text = json.dumps(result, ensure_ascii=False)  # the same form estimate_tokens counts
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=result
     )
 
 
+@cache
+def definitions() -> tuple[types.Tool, ...]:
+    """Built once per process: the SDK asks for them on every tools/list (and, on the
+    2026-07-28 protocol, to check each tools/call's parameters)."""
+    return tuple(spec.definition() for spec in TOOLS)
+
+
 def build_server(vault: Vault) -> Server:
+    schemas = {tool.name: tool.input_schema for tool in definitions()}
+
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[spec.definition() for spec in TOOLS])
+        return types.ListToolsResult(tools=list(definitions()))
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await call_tool(vault, params.name, params.arguments)
@@ -168,6 +177,7 @@ def build_server(vault: Vault) -> Server:
         "sessionvault",
         version=__import__("sessionvault").__version__,
         instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_list_prompts=prompts.on_list_prompts,

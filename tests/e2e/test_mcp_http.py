@@ -224,3 +224,39 @@ async def test_prompts_and_instructions_for_handoffs(server, user):
     text = handoff.messages[0].content.text
     assert "save_session" in text and "'auth-jwt'" in text and "decisions" in text
     assert instructions and "load_session" in instructions and "save_session" in instructions
+
+
+def test_errors_the_sdk_answers_are_audited_as_errors(server, runtime, pg):
+    user = make_user(runtime)
+    unknown = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "no/such/method"}).encode()
+    reply = raw_post(server.url, unknown, user.key)
+    assert "error" in reply.json()
+    sql = "SELECT tool, outcome, error_class FROM audit_events WHERE user_id = %s"
+    rows = audit_rows(pg.owner_url, sql, user.id, expect=1)
+    assert [(r["tool"], r["outcome"], r["error_class"]) for r in rows] == [("other", "error", "validation")]
+
+
+def test_a_database_outage_gives_503_not_a_traceback(pg, runtime, capfd):
+    import logging
+    import sys
+
+    from sessionvault.db import Database
+    from sessionvault.runtime import Runtime
+
+    from ..conftest import free_port
+
+    dead = Database(f"host=127.0.0.1 port={free_port()} dbname=x user=x", timeout=1)
+    down = Runtime(runtime.settings, dead, runtime.keys, runtime.vault)
+    for handler in logging.getLogger("sessionvault").handlers:
+        handler.setStream(sys.stdout)
+    try:
+        with ServerThread(down) as s:
+            reply = raw_post(s.url, LIST_TOOLS, "sv_live_" + "C" * 32)
+    finally:
+        dead.close()
+    assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
+    assert reply.json() == {"error": "temporarily unavailable, try again"}
+    lines = [json.loads(x) for x in capfd.readouterr().out.splitlines() if x.startswith('{"level"')]
+    logged = [x for x in lines if x.get("message") == "request"]
+    assert logged[-1]["error_class"] == "db" and logged[-1]["status"] == 503
+    assert "127.0.0.1" not in json.dumps(logged)  # no connection string, host or message
