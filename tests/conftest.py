@@ -4,9 +4,11 @@ non-superuser app role so that RLS is really in force."""
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import shutil
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -26,6 +28,24 @@ from sessionvault.config import Settings
 from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.vault import Principal
+
+
+class _CurrentStdout:
+    """Whatever sys.stdout is at the moment of writing: pytest swaps it per test (and capfd
+    per fixture), while the structured logger is built once per process."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+@pytest.fixture(autouse=True)
+def _log_to_the_current_stdout() -> None:
+    for handler in logging.getLogger("sessionvault").handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(_CurrentStdout())
 
 
 @pytest.fixture

@@ -237,8 +237,6 @@ def test_errors_the_sdk_answers_are_audited_as_errors(server, runtime, pg):
 
 
 def test_a_database_outage_gives_503_not_a_traceback(pg, runtime, capfd):
-    import logging
-    import sys
 
     from sessionvault.db import Database
     from sessionvault.runtime import Runtime
@@ -247,8 +245,6 @@ def test_a_database_outage_gives_503_not_a_traceback(pg, runtime, capfd):
 
     dead = Database(f"host=127.0.0.1 port={free_port()} dbname=x user=x", timeout=1)
     down = Runtime(runtime.settings, dead, runtime.keys, runtime.vault)
-    for handler in logging.getLogger("sessionvault").handlers:
-        handler.setStream(sys.stdout)
     try:
         with ServerThread(down) as s:
             reply = raw_post(s.url, LIST_TOOLS, "sv_live_" + "C" * 32)

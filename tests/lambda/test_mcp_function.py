@@ -2,7 +2,6 @@
 
 import json
 import logging
-import sys
 
 import pytest
 
@@ -88,9 +87,6 @@ def test_the_api_gateway_host_needs_the_allowed_hosts_setting(aws, monkeypatch):
 
 
 def test_one_structured_log_line_per_request_with_the_gateway_request_id(functions, capfd):
-    # The logger was built in an earlier test, on that test's captured stdout: point it here.
-    for handler in logging.getLogger("sessionvault").handlers:
-        handler.setStream(sys.stdout)
     admin, mcp = functions
     key = new_key(admin)
     event = http_event(rpc("tools/list"), key=key, **MCP_HEADERS)
