@@ -49,6 +49,7 @@ CREATE TABLE sessions (
     version         integer NOT NULL,
     embedding       vector,             -- dimension follows the provider, see embedding_model
     embedding_model text,
+    embed_failures  smallint NOT NULL DEFAULT 0,  -- re-embed attempts that failed; a save resets it
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     UNIQUE (user_id, name)
@@ -90,7 +91,7 @@ CREATE TABLE audit_events (
     tool        text NOT NULL,
     outcome     text NOT NULL CHECK (outcome IN ('ok', 'error')),
     error_class text CHECK (error_class IN
-        ('auth', 'rate_limit', 'validation', 'not_found', 'db', 'provider', 'timeout', 'internal')),
+        ('auth', 'rate_limit', 'validation', 'db', 'provider', 'timeout', 'internal')),
     latency_ms  integer NOT NULL,
     ip_hash     bytea,
     ua_hash     bytea

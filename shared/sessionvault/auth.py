@@ -51,4 +51,4 @@ def authenticate(db: Database, authorization: str | None) -> AuthOutcome:
         return AuthOutcome(None, "revoked_key")
     if row["disabled_at"] is not None:
         return AuthOutcome(None, "disabled_user")
-    return AuthOutcome(Principal(str(row["user_id"]), WrappedKey.from_row(row), str(row["id"])), "ok")
+    return AuthOutcome(Principal(str(row["user_id"]), WrappedKey.from_row(row)), "ok")

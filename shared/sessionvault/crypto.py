@@ -27,6 +27,7 @@ def unseal(key: bytes, nonce: bytes, ciphertext: bytes, associated_data: bytes) 
         raise DecryptionFailed() from None
 
 
-def session_aad(user_id: str, name: str, version: int) -> bytes:
-    """Binds a ciphertext to its row, so it cannot be moved to another user, name or version."""
-    return f"sessionvault/session/v1\x1f{user_id}\x1f{name}\x1f{version}".encode()
+def session_aad(user_id: str, session_id: str, name: str, version: int) -> bytes:
+    """Binds a ciphertext to its row: another user, session, name or version will not open it
+    (the session id also tells a deleted-and-recreated name from the old one)."""
+    return f"sessionvault/session/v1\x1f{user_id}\x1f{session_id}\x1f{name}\x1f{version}".encode()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorClass = Literal["auth", "rate_limit", "validation", "not_found", "db", "provider", "timeout", "internal"]
+ErrorClass = Literal["auth", "rate_limit", "validation", "db", "provider", "timeout", "internal"]
 
 
 class ConfigError(Exception):
@@ -19,6 +19,10 @@ class VaultError(Exception):
 
 class ValidationFailed(VaultError):
     error_class = "validation"
+
+
+class ProviderUnavailable(VaultError):
+    error_class = "provider"
 
 
 class DecryptionFailed(VaultError):

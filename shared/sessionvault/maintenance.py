@@ -5,15 +5,13 @@ tenant transaction per user. Every job is idempotent and safe to run twice at on
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from sessionvault import crypto, ratelimit, records
-from sessionvault.errors import DecryptionFailed
+from sessionvault import ratelimit
 from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import Runtime
-from sessionvault.vault import Principal, embedding_text
+from sessionvault.vault import Principal, embedding_text, open_record
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +39,20 @@ def prune_audit(rt: Runtime, retention_days: int) -> dict[str, int]:
     return {"deleted": deleted}
 
 
+MAX_EMBED_FAILURES = 5  # a row that failed this often waits for its next save
+
+# Rows that failed least come first, so a few rows the provider always refuses cannot use up
+# every batch; a save resets the count.
 _STALE = """
 SELECT s.id, s.name, s.version, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
 WHERE s.user_id = %s AND (s.embedding IS NULL OR s.embedding_model IS DISTINCT FROM %s)
-ORDER BY s.updated_at DESC LIMIT %s
+  AND s.embed_failures < %s
+ORDER BY s.embed_failures, s.updated_at DESC LIMIT %s
 """
 # Only if nobody saved a newer version meanwhile: that save brought its own vector.
 _SET = "UPDATE sessions SET embedding = %s, embedding_model = %s WHERE id = %s AND version = %s"
+_FAILED = "UPDATE sessions SET embed_failures = embed_failures + 1 WHERE id = %s AND version = %s"
 
 
 def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
@@ -63,7 +67,8 @@ def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
             break
         who = Principal(user["id"], WrappedKey.from_row(user))
         with rt.db.tenant(who.user_id) as conn:
-            rows = conn.execute(_STALE, (who.user_id, embedder.model, batch - done - failed)).fetchall()
+            params = (who.user_id, embedder.model, MAX_EMBED_FAILURES, batch - done - failed)
+            rows = conn.execute(_STALE, params).fetchall()
         if not rows:
             continue
         try:
@@ -73,10 +78,8 @@ def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
             skipped += 1
             continue
         for row in rows:
-            if _embed_row(rt, who.user_id, dek, row):
-                done += 1
-            else:
-                failed += 1
+            ok = _embed_row(rt, who.user_id, dek, row)
+            done, failed = done + ok, failed + (not ok)
     return {"embedded": done, "failed": failed, "skipped_users": skipped}
 
 
@@ -84,16 +87,14 @@ def _embed_row(rt: Runtime, user_id: str, dek: bytes, row: dict[str, Any]) -> bo
     from pgvector import Vector
 
     try:
-        aad = crypto.session_aad(user_id, row["name"], row["version"])
-        record = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
-    except DecryptionFailed as exc:
+        vector = rt.vault.embedder.embed(embedding_text(open_record(dek, user_id, row)))
+    except Exception as exc:  # an unreadable row: count it, never let it stop the job
         _log_skip("re-embed could not read a session", user_id, exc)
-        return False
-    fields = {k: record[k] for k in ("name", "repo", *records.RECORD_FIELDS) if k in record}
-    vector = rt.vault.embedder.embed(embedding_text(records.SaveArgs.model_validate(fields)))
-    if vector is None:
-        return False
+        vector = None
     with rt.db.tenant(user_id) as conn:
+        if vector is None:
+            conn.execute(_FAILED, (row["id"], row["version"]))
+            return False
         conn.execute(_SET, (Vector(vector), rt.vault.embedder.model, row["id"], row["version"]))
     return True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sessionvault.errors import ValidationFailed
 
@@ -60,7 +60,13 @@ class LoadArgs(Strict):
         Literal["brief", "normal", "full"],
         Field(description="brief=summary, normal=whole record, full=plus related sessions"),
     ] = "normal"
-    version: Annotated[int, Field(ge=0, description="An earlier version; 0 = latest")] = 0
+    version: Annotated[int, Field(ge=0, description="An earlier version (with name); 0 = latest")] = 0
+
+    @model_validator(mode="after")
+    def _version_needs_a_name(self) -> LoadArgs:
+        if self.version and not self.name:
+            raise ValueError("version: give the session's name too")
+        return self
 
 
 class SearchArgs(Strict):
@@ -73,7 +79,7 @@ class SearchArgs(Strict):
 class ListArgs(Strict):
     repo: Annotated[Repo, Field(description="Only this repo")] = ""
     limit: Annotated[int, Field(ge=1, le=100)] = 20
-    cursor: Annotated[str, Field(max_length=20, description="next_cursor of the previous page")] = ""
+    cursor: Annotated[str, Field(max_length=200, description="next_cursor of the previous page")] = ""
 
 
 class DeleteArgs(Strict):
@@ -96,5 +102,5 @@ def parse(model: type[Strict], arguments: dict[str, Any] | None) -> Any:
         problems = []
         for err in exc.errors(include_input=False, include_url=False):
             where = ".".join(str(p) for p in err["loc"]) or "arguments"
-            problems.append(f"{where}: {err['msg']}")
+            problems.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
         raise ValidationFailed("invalid arguments: " + "; ".join(problems)) from None

@@ -21,15 +21,18 @@ def upsert_head(
     embedding: list[float] | None,
     model: str | None,
 ) -> dict[str, Any]:
-    """Create the session or bump its version; the row lock serialises concurrent saves."""
+    """Create the session or bump its version; the row lock serialises concurrent saves.
+    clock_timestamp(), not now(): a save that waited for the lock is the newer one."""
     return conn.execute(
         """
-        INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model)
-        VALUES (%s, %s, %s, %s, %s, 1, %s, %s)
+        INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model,
+                              created_at, updated_at)
+        VALUES (%s, %s, %s, %s, %s, 1, %s, %s, clock_timestamp(), clock_timestamp())
         ON CONFLICT (user_id, name) DO UPDATE SET
             repo = EXCLUDED.repo, preview = EXCLUDED.preview, client = EXCLUDED.client,
             version = sessions.version + 1, embedding = EXCLUDED.embedding,
-            embedding_model = EXCLUDED.embedding_model, updated_at = now()
+            embedding_model = EXCLUDED.embedding_model, embed_failures = 0,
+            updated_at = clock_timestamp()
         RETURNING id, version, updated_at
         """,
         (user_id, name, repo, preview, client, _vec(embedding), model if embedding else None),
@@ -39,27 +42,28 @@ def upsert_head(
 def insert_version(
     conn: psycopg.Connection,
     user_id: str,
-    session_id: str,
-    version: int,
+    head: dict[str, Any],
     nonce: bytes,
     ciphertext: bytes,
     client: str,
     keep_previous: int,
 ) -> None:
     conn.execute(
-        "INSERT INTO session_versions (session_id, user_id, version, nonce, ciphertext, client)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        (session_id, user_id, version, nonce, ciphertext, client),
+        "INSERT INTO session_versions (session_id, user_id, version, nonce, ciphertext, client, saved_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (head["id"], user_id, head["version"], nonce, ciphertext, client, head["updated_at"]),
     )
     conn.execute(
         "DELETE FROM session_versions WHERE session_id = %s AND version < %s",
-        (session_id, version - keep_previous),
+        (head["id"], head["version"] - keep_previous),
     )
 
 
 _LOAD = """
     SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
-           v.client, v.saved_at, s.embedding_model, vector_dims(s.embedding) AS dims
+           s.embedding_model,
+           ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
+               AS versions
     FROM sessions s
     JOIN session_versions v ON v.session_id = s.id AND v.version = COALESCE(%(version)s, s.version)
     WHERE s.user_id = %(user_id)s
@@ -74,16 +78,8 @@ def get_by_name(
 
 
 def get_latest_for_repo(conn: psycopg.Connection, user_id: str, repo: str) -> dict[str, Any] | None:
-    sql = _LOAD + " AND (%(repo)s = '' OR s.repo = %(repo)s) ORDER BY s.updated_at DESC LIMIT 1"
+    sql = _LOAD + " AND (%(repo)s = '' OR s.repo = %(repo)s) ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
     return conn.execute(sql, {"user_id": user_id, "repo": repo, "version": None}).fetchone()
-
-
-def versions(conn: psycopg.Connection, session_id: str) -> list[int]:
-    rows = conn.execute(
-        "SELECT version FROM session_versions WHERE session_id = %s ORDER BY version DESC",
-        (session_id,),
-    ).fetchall()
-    return [r["version"] for r in rows]
 
 
 def embedding_of(conn: psycopg.Connection, session_id: str) -> list[float] | None:
@@ -104,17 +100,20 @@ def nearest(
     """Cosine nearest heads of the same embedding model, with their head ciphertext.
 
     The HNSW scan runs before RLS and the repo filter; iterative scans keep going until
-    `limit` rows survive them (pgvector >= 0.8), so a small tenant among many still gets hits."""
+    `limit` rows survive them (pgvector >= 0.8), so a small tenant among many still gets hits.
+    ef_search 100 trades a little speed for recall (BENCHMARKS.md)."""
     dims = len(vector)
     if dims not in (384, 1536):
         return []
-    conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-    conn.execute("SET LOCAL hnsw.ef_search = 100")  # recall over speed: see BENCHMARKS.md
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
+        " set_config('hnsw.ef_search', '100', true)"
+    )
     # dims is one of two integers, so formatting it into the SQL is safe
     typed = f"embedding::vector({dims})"
     return conn.execute(
         f"""
-        SELECT s.id, s.name, s.repo, s.version, s.updated_at, v.nonce, v.ciphertext,
+        SELECT s.id, s.name, s.repo, s.version, v.saved_at, v.nonce, v.ciphertext,
                {typed} <=> %(q)s AS distance
         FROM sessions s
         JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
@@ -136,14 +135,20 @@ def nearest(
     ).fetchall()
 
 
-def page(conn: psycopg.Connection, user_id: str, repo: str, limit: int, offset: int) -> list[dict[str, Any]]:
+def page(
+    conn: psycopg.Connection, user_id: str, repo: str, limit: int, after: tuple[datetime, str] | None
+) -> list[dict[str, Any]]:
+    """Newest first, keyset-paginated on (updated_at, id): a save between pages cannot shift
+    rows into duplicates or gaps."""
+    before_at, before_id = after or (None, None)
     return conn.execute(
         """
-        SELECT name, repo, preview, version, client, updated_at FROM sessions
+        SELECT id, name, repo, preview, version, client, updated_at FROM sessions
         WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)
-        ORDER BY updated_at DESC, id LIMIT %(limit)s OFFSET %(offset)s
+          AND (%(before_at)s::timestamptz IS NULL OR (updated_at, id) < (%(before_at)s, %(before_id)s::uuid))
+        ORDER BY updated_at DESC, id DESC LIMIT %(limit)s
         """,
-        {"user_id": user_id, "repo": repo, "limit": limit, "offset": offset},
+        {"user_id": user_id, "repo": repo, "limit": limit, "before_at": before_at, "before_id": before_id},
     ).fetchall()
 
 

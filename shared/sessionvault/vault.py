@@ -3,14 +3,19 @@ Logic lives here; SQL lives in `store`; the tenant comes only from the Principal
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sessionvault import crypto, store
 from sessionvault.db import Database
 from sessionvault.embeddings import Embedder
+from sessionvault.errors import ProviderUnavailable, ValidationFailed
 from sessionvault.keyprovider import DekCache, WrappedKey
 from sessionvault.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadArgs, SaveArgs, SearchArgs
 from sessionvault.records import preview as make_preview
@@ -24,20 +29,41 @@ class Principal:
 
     user_id: str
     wrapped_dek: WrappedKey
-    key_id: str = ""
 
 
-def embedding_text(args: SaveArgs) -> str:
+def embedding_text(record: Mapping[str, Any]) -> str:
     """What a session means, for search: name, repo, summary and the lists, most telling first."""
-    parts = [args.name, args.repo, args.summary, *args.plan, *args.todos, *args.tried]
-    parts += [f"{d.decision} because {d.reason}" for d in args.decisions]
-    parts += args.errors + args.files
+    parts = [record.get("name", ""), record.get("repo", ""), record.get("summary", "")]
+    for field in ("plan", "todos", "tried"):
+        parts += record.get(field, [])
+    parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
+    parts += [*record.get("errors", []), *record.get("files", [])]
     return "\n".join(p for p in parts if p)
 
 
+def open_record(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """Decrypt a stored version; `row` has id (the session's), name, version, nonce, ciphertext."""
+    aad = crypto.session_aad(user_id, str(row["id"]), row["name"], row["version"])
+    return json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+
+
 def estimate_tokens(value: Any) -> int:
-    """Characters / 4 of the JSON form: the usual rough rule, good enough to pack a budget."""
-    return len(json.dumps(value, default=str)) // 4 + 1
+    """Characters / 4 of the JSON the tool returns: the usual rough rule, enough to pack a budget."""
+    return len(json.dumps(value, default=str, ensure_ascii=False)) // 4 + 1
+
+
+def encode_cursor(updated_at: datetime, session_id: Any) -> str:
+    return base64.urlsafe_b64encode(f"{updated_at.isoformat()}|{session_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    try:
+        stamp, session_id = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
+        return datetime.fromisoformat(stamp), str(uuid.UUID(session_id))
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise ValidationFailed("invalid arguments: cursor: use next_cursor from list_sessions") from None
 
 
 class Vault:
@@ -50,16 +76,11 @@ class Vault:
     def _dek(self, who: Principal) -> bytes:
         return self.keys.unwrap(who.user_id, who.wrapped_dek)
 
-    def _open(self, who: Principal, dek: bytes, name: str, row: dict[str, Any]) -> dict[str, Any]:
-        aad = crypto.session_aad(who.user_id, name, row["version"])
-        return json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
-
     def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
-        # Embed before the transaction: a slow provider must not hold row locks.
-        vector = self.embedder.embed(embedding_text(args))
-        dek = self._dek(who)
         record = args.model_dump(mode="json")
-        record["saved_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        # Embed before the transaction: a slow provider must not hold row locks.
+        vector = self.embedder.embed(embedding_text(record))
+        dek = self._dek(who)
         with self.db.tenant(who.user_id) as conn:
             head = store.upsert_head(
                 conn,
@@ -71,23 +92,15 @@ class Vault:
                 embedding=vector,
                 model=self.embedder.model,
             )
-            aad = crypto.session_aad(who.user_id, args.name, head["version"])
+            record["saved_at"] = store.iso(head["updated_at"])
+            aad = crypto.session_aad(who.user_id, str(head["id"]), args.name, head["version"])
             nonce, ct = crypto.seal(dek, json.dumps(record).encode(), aad)
-            store.insert_version(
-                conn,
-                who.user_id,
-                head["id"],
-                head["version"],
-                nonce,
-                ct,
-                args.client,
-                self.history_keep,
-            )
+            store.insert_version(conn, who.user_id, head, nonce, ct, args.client, self.history_keep)
         return {
             "saved": True,
             "name": args.name,
             "version": head["version"],
-            "saved_at": store.iso(head["updated_at"]),
+            "saved_at": record["saved_at"],
             "embedded": vector is not None,
         }
 
@@ -100,21 +113,21 @@ class Vault:
                 row = store.get_latest_for_repo(conn, who.user_id, args.repo)
             if row is None:
                 return _not_found(args)
-            record = self._open(who, dek, row["name"], row)
+            record = open_record(dek, who.user_id, row)
             out: dict[str, Any] = {
                 "found": True,
                 "name": row["name"],
-                "repo": record.get("repo", row["repo"]),
+                "repo": record["repo"],
                 "version": row["version"],
                 "latest_version": row["head"],
                 "saved_at": record["saved_at"],
-                "client": row["client"],
+                "client": record["client"],  # the authenticated copy, not the plaintext column
             }
             if args.mode == "brief":
                 out["summary"] = record["summary"]
                 return out
             out.update({field: record[field] for field in RECORD_FIELDS})
-            out["versions"] = store.versions(conn, row["id"])
+            out["versions"] = row["versions"]
             if args.mode == "full":
                 out["related"] = self._related(conn, who, dek, row)
         return out
@@ -124,49 +137,29 @@ class Vault:
         if vector is None or row["embedding_model"] != self.embedder.model:
             return []
         hits = store.nearest(
-            conn,
-            who.user_id,
-            vector,
-            self.embedder.model,
-            limit=RELATED_LIMIT,
-            exclude_id=row["id"],
+            conn, who.user_id, vector, self.embedder.model, limit=RELATED_LIMIT, exclude_id=row["id"]
         )
-        return [self._hit(who, dek, h) for h in hits]
-
-    def _hit(self, who: Principal, dek: bytes, hit: dict[str, Any]) -> dict[str, Any]:
-        record = self._open(who, dek, hit["name"], hit)
-        return {
-            "name": hit["name"],
-            "repo": hit["repo"],
-            "score": round(1.0 - float(hit["distance"]), 4),
-            "version": hit["version"],
-            "saved_at": record["saved_at"],
-            "summary": record["summary"],
-        }
+        return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         vector = self.embedder.embed(args.query)
         if vector is None:
-            note = "semantic search is unavailable (no embedding provider answered)"
-            return {"results": [], "note": note}
+            raise ProviderUnavailable(
+                "semantic search is unavailable: no embedding provider answered;"
+                " list_sessions and load_session still work"
+            )
         dek = self._dek(who)
         with self.db.tenant(who.user_id) as conn:
             hits = store.nearest(
-                conn,
-                who.user_id,
-                vector,
-                self.embedder.model,
-                repo=args.repo,
-                limit=args.max_results,
+                conn, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
             )
-            results = [self._hit(who, dek, h) for h in hits]
-        return pack(results, args.max_tokens)
+        return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
-        offset = int(args.cursor) if args.cursor.isdigit() else 0
+        after = decode_cursor(args.cursor)
         with self.db.tenant(who.user_id) as conn:
-            rows = store.page(conn, who.user_id, args.repo, args.limit + 1, offset)
-        more = len(rows) > args.limit
+            rows = store.page(conn, who.user_id, args.repo, args.limit + 1, after)
+        shown = rows[: args.limit]
         sessions = [
             {
                 "name": r["name"],
@@ -176,9 +169,13 @@ class Vault:
                 "client": r["client"],
                 "updated_at": store.iso(r["updated_at"]),
             }
-            for r in rows[: args.limit]
+            for r in shown
         ]
-        return {"sessions": sessions, "next_cursor": str(offset + args.limit) if more else ""}
+        more = len(rows) > args.limit
+        return {
+            "sessions": sessions,
+            "next_cursor": encode_cursor(shown[-1]["updated_at"], shown[-1]["id"]) if more else "",
+        }
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
         with self.db.tenant(who.user_id) as conn:
@@ -186,6 +183,17 @@ class Vault:
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}
+
+
+def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hit["name"],
+        "repo": hit["repo"],
+        "score": round(1.0 - float(hit["distance"]), 4),
+        "version": hit["version"],
+        "saved_at": record["saved_at"],
+        "summary": record["summary"],
+    }
 
 
 def pack(results: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@ import psycopg
 import pytest
 
 from sessionvault import records
-from sessionvault.errors import DecryptionFailed
+from sessionvault.errors import DecryptionFailed, ProviderUnavailable, ValidationFailed
 from sessionvault.vault import Vault
 
 from ..conftest import make_user
@@ -131,3 +131,28 @@ def test_search_packs_results_into_the_token_budget(local_runtime):
     assert 1 <= len(budget["results"]) < 4
     assert budget["estimated_tokens"] <= 250
     assert budget["omitted"] == 4 - len(budget["results"])
+
+
+def test_pagination_survives_a_save_between_pages_and_refuses_bad_cursors(runtime, user):
+    for i in range(4):
+        save(runtime.vault, user.principal, name=f"p{i}", summary="s")
+    first = runtime.vault.list(user.principal, records.parse(records.ListArgs, {"limit": 2}))
+    save(runtime.vault, user.principal, name="p0", summary="touched: now the newest")
+    args = {"limit": 10, "cursor": first["next_cursor"]}
+    rest = runtime.vault.list(user.principal, records.parse(records.ListArgs, args))
+    seen = [s["name"] for s in first["sessions"] + rest["sessions"]]
+    assert seen == ["p3", "p2", "p1"]  # no duplicate, no gap; p0 moved to the front of page one
+    for bad in ("²", "9" * 20, "bm90IGEgY3Vyc29y"):
+        with pytest.raises(ValidationFailed, match="cursor"):
+            runtime.vault.list(user.principal, records.parse(records.ListArgs, {"cursor": bad}))
+
+
+def test_a_version_without_a_name_is_refused():
+    with pytest.raises(ValidationFailed, match="version: give the session's name too"):
+        records.parse(records.LoadArgs, {"repo": "r", "version": 2})
+
+
+def test_search_without_a_provider_is_a_provider_error(runtime, user):
+    with pytest.raises(ProviderUnavailable) as exc:
+        runtime.vault.search(user.principal, records.parse(records.SearchArgs, {"query": "q"}))
+    assert exc.value.error_class == "provider" and "list_sessions" in str(exc.value)

@@ -6,6 +6,7 @@ import boto3
 import psycopg
 
 from sessionvault import records
+from sessionvault.runtime import Runtime
 from sessionvault.vault import Principal
 
 from .conftest import REGION, LambdaContext, body_json, http_event, load_handler, rpc
@@ -134,3 +135,37 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime):
         assert conn.execute("SELECT count(*) AS n FROM sessions WHERE embedding IS NULL").fetchone()["n"] == 0
     hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "graphql"}))
     assert len(hits["results"]) == 3
+
+
+def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime):
+    from sessionvault import maintenance
+    from sessionvault.vault import Vault
+
+    from ..conftest import make_user
+
+    for _ in range(maintenance.MAX_EMBED_FAILURES):  # settle every other test's rows first
+        maintenance.reembed(local_runtime, batch=100_000)
+    who = make_user(local_runtime).principal
+    offline = Vault(local_runtime.db, local_runtime.keys, _Down(local_runtime))
+    offline.save(who, records.parse(records.SaveArgs, {"name": "poison", "summary": "never embeds"}))
+    broken = Runtime(local_runtime.settings, local_runtime.db, local_runtime.keys, offline)
+    for _ in range(maintenance.MAX_EMBED_FAILURES):
+        maintenance.reembed(broken, batch=1)
+    offline.save(who, records.parse(records.SaveArgs, {"name": "fine", "summary": "kafka consumer lag"}))
+    maintenance.reembed(local_runtime, batch=1)  # the poison row no longer takes the only slot
+    with local_runtime.db.tenant(who.user_id) as conn:
+        rows = conn.execute(
+            "SELECT name, embedding IS NOT NULL AS has, embed_failures FROM sessions"
+        ).fetchall()
+    assert {r["name"]: (r["has"], r["embed_failures"]) for r in rows} == {
+        "poison": (False, maintenance.MAX_EMBED_FAILURES),
+        "fine": (True, 0),
+    }
+
+
+class _Down:
+    def __init__(self, rt):
+        self.model = rt.vault.embedder.model
+
+    def embed(self, text):
+        return None

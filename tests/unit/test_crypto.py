@@ -6,7 +6,7 @@ from sessionvault import crypto
 from sessionvault.errors import DecryptionFailed
 
 KEY = os.urandom(32)
-AAD = crypto.session_aad("user-1", "auth-jwt", 1)
+AAD = crypto.session_aad("user-1", "s-1", "auth-jwt", 1)
 
 
 def test_round_trip_with_sizes_from_the_spec():
@@ -36,9 +36,10 @@ def test_tampering_fails(part):
 @pytest.mark.parametrize(
     "other",
     [
-        crypto.session_aad("user-2", "auth-jwt", 1),  # another user
-        crypto.session_aad("user-1", "other-session", 1),  # another row of the same user
-        crypto.session_aad("user-1", "auth-jwt", 2),  # another version
+        crypto.session_aad("user-2", "s-1", "auth-jwt", 1),  # another user
+        crypto.session_aad("user-1", "s-2", "other-session", 1),  # another row of the same user
+        crypto.session_aad("user-1", "s-1", "auth-jwt", 2),  # another version
+        crypto.session_aad("user-1", "s-9", "auth-jwt", 1),  # the same name, recreated
     ],
 )
 def test_associated_data_binds_ciphertext_to_its_row(other):
