@@ -123,6 +123,10 @@ CREATE POLICY audit_events_tenant ON audit_events
     USING (user_id IS NOT DISTINCT FROM app_current_user_id())
     WITH CHECK (user_id IS NOT DISTINCT FROM app_current_user_id());
 
+-- A runaway query gives up (error class "timeout") well before API Gateway's 29 s. A role
+-- setting, not a startup option: it survives transaction-mode poolers (Neon, RDS Proxy).
+ALTER ROLE sessionvault_app SET statement_timeout = '10s';
+
 GRANT USAGE ON SCHEMA public TO sessionvault_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_versions, rate_limit_events

@@ -6,6 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import psycopg.errors
+
 from sessionvault import apikeys
 from sessionvault.db import Database
 from sessionvault.keyprovider import KeyProvider
@@ -18,13 +20,14 @@ class AccountError(Exception):
 def create_user(db: Database, provider: KeyProvider, name: str) -> str:
     user_id = str(uuid.uuid4())
     _dek, wrapped = provider.generate_data_key(user_id)
-    with db.identity() as conn:
-        if conn.execute("SELECT 1 FROM users WHERE name = %s", (name,)).fetchone():
-            raise AccountError(f"a user named {name!r} already exists")
-        conn.execute(
-            "INSERT INTO users (id, name, dek_wrapped, key_id) VALUES (%s, %s, %s, %s)",
-            (user_id, name, wrapped.blob, wrapped.key_id),
-        )
+    try:
+        with db.identity() as conn:
+            conn.execute(
+                "INSERT INTO users (id, name, dek_wrapped, key_id) VALUES (%s, %s, %s, %s)",
+                (user_id, name, wrapped.blob, wrapped.key_id),
+            )
+    except psycopg.errors.UniqueViolation:
+        raise AccountError(f"a user named {name!r} already exists") from None
     return user_id
 
 
@@ -62,17 +65,29 @@ def list_keys(db: Database, user_id: str | None = None) -> list[dict[str, Any]]:
         ).fetchall()
 
 
-def revoke_key(db: Database, prefix: str) -> int:
-    """Revoke every live key with this display prefix (or full key id); returns how many."""
-    if len(prefix) < len(apikeys.PREFIX) + 4:
-        raise AccountError("give at least the first 12 characters of the key, e.g. sv_live_a1b2")
+def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> int:
+    """Revoke one live key, named by the whole key or its 12-character prefix (optionally
+    within one user). A prefix is only 24 random bits: if it matches several keys, nothing is
+    revoked and the caller is asked to be precise. Returns how many were revoked (0 or 1)."""
+    if apikeys.looks_like_key(key_or_prefix):
+        match, value = "key_hash = %(value)s", apikeys.digest(key_or_prefix)
+    elif len(key_or_prefix) >= apikeys.PREFIX_CHARS:
+        match, value = "key_prefix = %(value)s", key_or_prefix[: apikeys.PREFIX_CHARS]
+    else:
+        raise AccountError("give the key or its first 12 characters, e.g. sv_live_a1b2")
     with db.identity() as conn:
-        cur = conn.execute(
-            "UPDATE api_keys SET revoked_at = now()"
-            " WHERE revoked_at IS NULL AND (key_prefix = %s OR id::text = %s)",
-            (prefix[: apikeys.PREFIX_CHARS], prefix),
-        )
-        return cur.rowcount
+        live = conn.execute(
+            f"SELECT id FROM api_keys WHERE revoked_at IS NULL AND {match}"
+            " AND (%(user_id)s::uuid IS NULL OR user_id = %(user_id)s::uuid)",
+            {"value": value, "user_id": user_id},
+        ).fetchall()
+        if len(live) > 1:
+            raise AccountError(
+                f"{len(live)} keys start with {key_or_prefix[:12]}: give the whole key or the user"
+            )
+        for row in live:
+            conn.execute("UPDATE api_keys SET revoked_at = now() WHERE id = %s", (row["id"],))
+        return len(live)
 
 
 def disable_user(db: Database, user_id: str) -> None:

@@ -40,7 +40,8 @@ def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
 
 
 def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    return {"revoked": accounts.revoke_key(rt.db, str(event.get("prefix", "")))}
+    user = _user(rt, event) if (event.get("user_id") or event.get("user")) else None
+    return {"revoked": accounts.revoke_key(rt.db, str(event.get("prefix", "")), user)}
 
 
 def disable_user(rt: Runtime, event: Event) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ LOCAL_USER = "local"
 @dataclass
 class Target:
     settings: Settings
-    owner_url: str  # for migrations
+    owner_url: str = field(repr=False)  # for migrations; may hold a password
 
 
 def local_settings(home: Path, env: dict[str, str] | None = None) -> Target:
@@ -209,7 +209,8 @@ def cmd_key_revoke(args: argparse.Namespace) -> int:
     from sessionvault import accounts
 
     with runtime_for(target()) as rt:
-        count = accounts.revoke_key(rt.db, args.prefix)
+        user_id = accounts.resolve_user(rt.db, args.user) if args.user else None
+        count = accounts.revoke_key(rt.db, args.prefix, user_id)
     print(f"revoked {count} key(s)")
     return 0 if count else 1
 
@@ -312,7 +313,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--user", default="")
     sp.set_defaults(func=cmd_key_list)
     sp = key.add_parser("revoke")
-    sp.add_argument("prefix", help="the key's first 12 characters, e.g. sv_live_a1b2")
+    sp.add_argument("prefix", help="the key, or its first 12 characters, e.g. sv_live_a1b2")
+    sp.add_argument("--user", default="", help="only this user's keys (name or id)")
     sp.set_defaults(func=cmd_key_revoke)
     return p
 

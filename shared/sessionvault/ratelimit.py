@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from sessionvault.db import Database
 
-WINDOWS = (("minute", 60), ("day", 86_400))
-
 _COUNT = """
 SELECT count(*) FILTER (WHERE at > clock_timestamp() - interval '1 minute') AS minute,
        count(*) AS day,
@@ -29,16 +27,21 @@ class Verdict:
 
 
 def check(db: Database, user_id: str, per_minute: int, per_day: int) -> Verdict:
-    """Admit and record one request, or refuse it with the window that is full."""
+    """Admit and record one request, or refuse it naming the full window that frees up last
+    (retrying when the minute frees up is pointless while the day is full too)."""
     limits = {"minute": per_minute, "day": per_day}
     with db.tenant(user_id) as conn:
         # One admission at a time per user: count-then-insert is only atomic under this lock.
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 7))", (user_id,))
         row = conn.execute(_COUNT, {"user_id": user_id}).fetchone()
-        for window, _seconds in WINDOWS:
-            if row[window] >= limits[window]:
-                wait = max(1, math.ceil(float(row[f"{window}_reset"] or 1)))
-                return Verdict(False, window, limits[window], wait)
+        full = [
+            (max(1, math.ceil(float(row[f"{window}_reset"] or 1))), window)
+            for window in limits
+            if row[window] >= limits[window]
+        ]
+        if full:
+            wait, window = max(full)
+            return Verdict(False, window, limits[window], wait)
         conn.execute("INSERT INTO rate_limit_events (user_id) VALUES (%s)", (user_id,))
     return Verdict(True)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -145,9 +146,10 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
         state.error_class = "db"
         log.error("database error in tool", extra={"tool": name, "error_type": type(exc).__name__})
         return _error("the database could not complete this request; try again")
-    except Exception as exc:  # a bug: never leak its message, always record it
+    except Exception as exc:  # a bug: record where, never the message (it may hold the caller's data)
         state.error_class = "internal"
-        log.exception("tool failed", extra={"tool": name, "error_type": type(exc).__name__})
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        log.error("tool failed", extra={"tool": name, "error_type": type(exc).__name__, "frames": frames})
         return _error("internal error")
     text = json.dumps(result, ensure_ascii=False)  # the same form estimate_tokens counts
     return types.CallToolResult(

@@ -81,3 +81,18 @@ def test_tools_cannot_reach_another_users_sessions(runtime):
     assert v.list(b, records.parse(records.ListArgs, {}))["sessions"] == []
     assert v.delete(b, records.parse(records.DeleteArgs, {"name": "alice-secret"}))["found"] is False
     assert v.load(alice.principal, records.parse(records.LoadArgs, {"name": "alice-secret"}))["found"]
+
+
+def test_revoking_by_an_ambiguous_prefix_revokes_nothing(runtime):
+    import pytest
+
+    from sessionvault import accounts, apikeys
+
+    a, b = make_user(runtime), make_user(runtime)
+    twin = a.key[:12]  # force a 24-bit prefix collision between two users' keys
+    with runtime.db.identity() as conn:
+        conn.execute("UPDATE api_keys SET key_prefix = %s WHERE key_hash = %s", (twin, apikeys.digest(b.key)))
+    with pytest.raises(accounts.AccountError, match="2 keys start with"):
+        accounts.revoke_key(runtime.db, twin)
+    assert accounts.revoke_key(runtime.db, twin, b.id) == 1  # scoped to a user: precise
+    assert accounts.revoke_key(runtime.db, a.key) == 1  # the whole key: precise

@@ -29,6 +29,14 @@ def test_the_day_window_applies_too(runtime):
     assert verdicts[-1].window == "day" and verdicts[-1].limit == 3
 
 
+def test_when_both_windows_are_full_retry_after_points_past_the_day(runtime):
+    who = make_user(runtime)
+    assert ratelimit.check(runtime.db, who.id, 1, 1).allowed
+    refused = ratelimit.check(runtime.db, who.id, 1, 1)
+    assert (refused.window, refused.allowed) == ("day", False)
+    assert refused.retry_after_s > 3600
+
+
 def test_limits_are_per_user(runtime):
     a, b = make_user(runtime), make_user(runtime)
     assert ratelimit.check(runtime.db, a.id, 1, 10).allowed

@@ -4,6 +4,7 @@ import secrets
 
 import boto3
 import psycopg
+import pytest
 
 from sessionvault import records
 from sessionvault.runtime import Runtime
@@ -109,7 +110,7 @@ def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime
         assert left == (1,)  # the recent row stays
 
 
-def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime):
+def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled):
     from sessionvault import maintenance
     from sessionvault.vault import Vault
 
@@ -137,14 +138,12 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime):
     assert len(hits["results"]) == 3
 
 
-def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime):
+def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime, settled):
     from sessionvault import maintenance
     from sessionvault.vault import Vault
 
     from ..conftest import make_user
 
-    for _ in range(maintenance.MAX_EMBED_FAILURES):  # settle every other test's rows first
-        maintenance.reembed(local_runtime, batch=100_000)
     who = make_user(local_runtime).principal
     offline = Vault(local_runtime.db, local_runtime.keys, _Down(local_runtime))
     offline.save(who, records.parse(records.SaveArgs, {"name": "poison", "summary": "never embeds"}))
@@ -161,6 +160,16 @@ def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime):
         "poison": (False, maintenance.MAX_EMBED_FAILURES),
         "fine": (True, 0),
     }
+
+
+@pytest.fixture
+def settled(local_runtime):
+    """The database is shared by the whole run: first let every other test's stale rows be
+    embedded or give up, so that a batch here is spent on this test's rows only."""
+    from sessionvault import maintenance
+
+    for _ in range(maintenance.MAX_EMBED_FAILURES):
+        maintenance.reembed(local_runtime, batch=100_000)
 
 
 class _Down:
