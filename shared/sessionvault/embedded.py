@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from sessionvault.keyprovider import read_or_create_secret
 from sessionvault.migrations import migrate
 
 DATABASE = "sessionvault"
@@ -29,17 +30,7 @@ class Embedded:
 
     @property
     def audit_salt(self) -> str:
-        return read_or_create_secret(self.home / "audit.salt")
-
-
-def read_or_create_secret(path: Path) -> str:
-    """A random value in a 0600 file, created once."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    return path.read_text().strip()
+        return read_or_create_secret(self.home / "audit.salt", lambda: secrets.token_urlsafe(32))
 
 
 def start(home: Path) -> Embedded:

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -64,14 +65,24 @@ def parse_master_key(raw: str) -> bytes:
     raise ConfigError("the master key must be 32 bytes, as base64 or 64 hex characters")
 
 
-def load_or_create_master_key(path: Path) -> bytes:
-    """Read the 0600 key file, creating it once with a random key."""
+def read_or_create_secret(path: Path, make: Callable[[], str]) -> str:
+    """The value in a 0600 file, which is created once with `make()` (a racing creator wins)."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return path.read_text().strip()
         with os.fdopen(fd, "w") as f:
-            f.write(base64.b64encode(os.urandom(crypto.KEY_BYTES)).decode() + "\n")
-    return parse_master_key(path.read_text())
+            f.write(make() + "\n")
+    return path.read_text().strip()
+
+
+def load_or_create_master_key(path: Path) -> bytes:
+    """Read the 0600 key file, creating it once with a random key."""
+    return parse_master_key(
+        read_or_create_secret(path, lambda: base64.b64encode(os.urandom(crypto.KEY_BYTES)).decode())
+    )
 
 
 def _dek_aad(user_id: str) -> bytes:
