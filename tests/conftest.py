@@ -25,6 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from sessionvault import accounts, embedded
 from sessionvault.app import SessionVaultApp
 from sessionvault.config import Settings
+from sessionvault.db import Database
 from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.vault import Principal
@@ -67,11 +68,15 @@ def anyio_backend() -> str:
 def pg() -> Iterator[embedded.Embedded]:
     # Not pytest's tmp_path: that parent is 0700 and, as root, postgres runs as its own user.
     home = Path(tempfile.mkdtemp(prefix="sessionvault-test-"))
-    yield embedded.start(home)
+    db = embedded.start(home)
+    ADMIN_DB.append(Database(db.admin_url, max_size=4))
+    yield db
+    ADMIN_DB.pop().close()
     embedded.stop(home)
     shutil.rmtree(home, ignore_errors=True)
 
 
+ADMIN_DB: list[Database] = []  # the admin role's pool, while the `pg` fixture is up
 MASTER_KEY = base64.b64encode(os.urandom(32)).decode()  # one per run: every local runtime shares it
 
 
@@ -103,6 +108,11 @@ def local_runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
     rt.close()
 
 
+def admin_db() -> Database:
+    """Users and keys are made as the admin role: the app role cannot create them."""
+    return ADMIN_DB[-1]
+
+
 @dataclass
 class User:
     id: str
@@ -112,9 +122,10 @@ class User:
 
 def make_user(rt: Runtime, label: str = "test") -> User:
     name = f"user-{os.urandom(6).hex()}"
-    user_id = accounts.create_user(rt.db, rt.keys.provider, name)
-    key, _ = accounts.create_key(rt.db, user_id, label)
-    with rt.db.identity() as conn:
+    admin = admin_db()
+    user_id = accounts.create_user(admin, rt.keys.provider, name)
+    key, _ = accounts.create_key(admin, user_id, label)
+    with admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
     return User(user_id, key, Principal(user_id, WrappedKey.from_row(row)))
 

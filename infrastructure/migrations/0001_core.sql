@@ -3,13 +3,20 @@
 
 CREATE EXTENSION IF NOT EXISTS vector;
 
--- The role the server connects as. NOLOGIN here: local mode turns LOGIN on, a cloud deploy
--- sets a password (docs/deploy.md). Never a superuser, never BYPASSRLS, never the owner.
+-- Two roles, neither a superuser, neither BYPASSRLS, neither the owner. NOLOGIN here: local
+-- mode turns LOGIN on, a cloud deploy sets passwords (docs/deploy.md).
+--   sessionvault_app    the MCP server: reads keys, serves its tenant's rows, writes audit rows.
+--   sessionvault_admin  the admin and maintenance functions and the CLI: manages users and
+--                       keys, prunes, re-embeds; still under RLS in the tenant plane.
 DO $$
+DECLARE
+    role text;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'sessionvault_app') THEN
-        CREATE ROLE sessionvault_app NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-    END IF;
+    FOREACH role IN ARRAY ARRAY['sessionvault_app', 'sessionvault_admin'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role) THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE', role);
+        END IF;
+    END LOOP;
 END $$;
 
 -- NULL when no tenant is set, so every policy below matches nothing: a forgotten scope fails closed.
@@ -127,9 +134,16 @@ CREATE POLICY audit_events_tenant ON audit_events
 -- setting, not a startup option: it survives transaction-mode poolers (Neon, RDS Proxy).
 ALTER ROLE sessionvault_app SET statement_timeout = '10s';
 
-GRANT USAGE ON SCHEMA public TO sessionvault_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_app;
-GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_versions, rate_limit_events
-    TO sessionvault_app;
--- DELETE: retention pruning and deleting a user with all their data.
-GRANT SELECT, INSERT, DELETE ON audit_events TO sessionvault_app;
+GRANT USAGE ON SCHEMA public TO sessionvault_app, sessionvault_admin;
+
+-- The server may read the identity plane and touch a key's last use, nothing more: a bug or an
+-- injection in the serving path cannot mint users or keys, or erase the audit trail.
+GRANT SELECT ON users, api_keys TO sessionvault_app;
+GRANT UPDATE (last_used_at) ON api_keys TO sessionvault_app;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_versions TO sessionvault_app;
+GRANT SELECT, INSERT ON rate_limit_events TO sessionvault_app;
+GRANT INSERT ON audit_events TO sessionvault_app;
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON users, api_keys TO sessionvault_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON sessions, session_versions, rate_limit_events, audit_events
+    TO sessionvault_admin;

@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,8 +29,9 @@ LOCAL_USER = "local"
 
 @dataclass
 class Target:
-    settings: Settings
-    owner_url: str = field(repr=False)  # for migrations; may hold a password
+    settings: Settings  # the server's: database_url is the app role's
+    owner_url: str = field(repr=False)  # migrations; URLs may hold passwords
+    admin_url: str = field(repr=False)  # user, key and maintenance commands
 
 
 def local_settings(home: Path, env: dict[str, str] | None = None) -> Target:
@@ -49,7 +50,7 @@ def local_settings(home: Path, env: dict[str, str] | None = None) -> Target:
         audit_salt=db.audit_salt,
         embeddings=env.get("SESSIONVAULT_EMBEDDINGS") or default_embeddings,
     )
-    return Target(settings, db.owner_url)
+    return Target(settings, db.owner_url, db.admin_url)
 
 
 def _ensure_master_key(path: Path) -> Path:
@@ -61,16 +62,18 @@ def _ensure_master_key(path: Path) -> Path:
 
 def target() -> Target:
     if os.environ.get("DATABASE_URL"):
-        owner = os.environ.get("DATABASE_OWNER_URL", os.environ["DATABASE_URL"])
-        return Target(Settings.from_env(), owner)
+        url = os.environ["DATABASE_URL"]
+        owner = os.environ.get("DATABASE_OWNER_URL", url)
+        return Target(Settings.from_env(), owner, os.environ.get("DATABASE_ADMIN_URL", url))
     return local_settings(default_home())
 
 
 @contextmanager
 def runtime_for(t: Target) -> Iterator[Runtime]:
+    """A runtime on the admin role: every command that uses it manages users, keys or rows."""
     from sessionvault.runtime import open_runtime
 
-    rt = open_runtime(t.settings, pool_size=2)
+    rt = open_runtime(replace(t.settings, database_url=t.admin_url), pool_size=2)
     try:
         yield rt
     finally:

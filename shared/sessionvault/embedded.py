@@ -16,6 +16,7 @@ from sessionvault.migrations import migrate
 
 DATABASE = "sessionvault"
 APP_ROLE = "sessionvault_app"
+ADMIN_ROLE = "sessionvault_admin"
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Embedded:
     home: Path
     owner_url: str  # superuser: migrations only
     app_url: str  # the server's own role: no superuser, no BYPASSRLS
+    admin_url: str  # users, keys and maintenance: no superuser, no BYPASSRLS either
 
     @property
     def master_key_file(self) -> Path:
@@ -50,9 +52,15 @@ def start(home: Path) -> Embedded:
     migrate(owner_url)
     with psycopg.connect(owner_url, autocommit=True) as conn:
         # Local sockets use trust auth; the role still gets no superuser and no BYPASSRLS.
-        conn.execute(f"ALTER ROLE {APP_ROLE} LOGIN")
-    app_url = make_conninfo(**{**base, "dbname": DATABASE, "user": APP_ROLE, "password": ""})
-    return Embedded(home, owner_url, app_url)
+        for role in (APP_ROLE, ADMIN_ROLE):
+            conn.execute(f"ALTER ROLE {role} LOGIN")
+    as_role = {**base, "dbname": DATABASE, "password": ""}
+    return Embedded(
+        home,
+        owner_url,
+        make_conninfo(**{**as_role, "user": APP_ROLE}),
+        make_conninfo(**{**as_role, "user": ADMIN_ROLE}),
+    )
 
 
 def stop(home: Path) -> None:

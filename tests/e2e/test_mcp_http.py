@@ -10,7 +10,7 @@ from psycopg.rows import dict_row
 
 from sessionvault import accounts
 
-from ..conftest import ServerThread, make_settings, make_user, mcp_client
+from ..conftest import ServerThread, admin_db, make_settings, make_user, mcp_client
 
 pytestmark = pytest.mark.anyio
 
@@ -140,8 +140,8 @@ def audit_rows(url: str, sql: str, *params, expect: int) -> list:
 
 def test_every_auth_failure_is_byte_identical(server, runtime, pg):
     revoked, disabled = make_user(runtime), make_user(runtime)
-    accounts.revoke_key(runtime.db, revoked.key[:12])
-    accounts.disable_user(runtime.db, disabled.id)
+    accounts.revoke_key(admin_db(), revoked.key)
+    accounts.disable_user(admin_db(), disabled.id)
     unknown = "sv_live_" + "A" * 32
     with psycopg.connect(pg.owner_url) as conn:
         started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
@@ -159,7 +159,7 @@ def test_every_auth_failure_is_byte_identical(server, runtime, pg):
     rows = audit_rows(pg.owner_url, sql, started, expect=5)
     assert len(rows) == 5
     assert {(r["tool"], r["outcome"], r["error_class"]) for r in rows} == {("tools/list", "error", "auth")}
-    with psycopg.connect(pg.app_url) as conn:  # with no tenant, no tenant's rows
+    with psycopg.connect(pg.admin_url) as conn:  # with no tenant, no tenant's rows
         assert conn.execute("SELECT count(*) FROM audit_events WHERE user_id IS NOT NULL").fetchone() == (0,)
 
 

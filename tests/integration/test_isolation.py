@@ -1,10 +1,11 @@
 """Tenant isolation in the database itself: RLS as the non-superuser app role."""
 
 import psycopg
+import pytest
 
 from sessionvault import records
 
-from ..conftest import make_user
+from ..conftest import admin_db, make_user
 
 
 def test_the_app_role_cannot_bypass_rls(pg):
@@ -47,13 +48,18 @@ def test_raw_select_in_a_tenant_transaction_sees_only_that_tenant(runtime):
             }
 
 
-def test_with_no_tenant_set_the_app_role_sees_nothing(runtime, pg):
+def test_with_no_tenant_set_neither_role_sees_any_tenants_rows(runtime, pg):
     _save(runtime, make_user(runtime).principal, "someone")
-    with psycopg.connect(pg.app_url) as conn:
-        for table in ("sessions", "session_versions", "rate_limit_events", "audit_events"):
-            # audit rows of failed authentications have no user: the only ones visible untenanted
-            count = f"SELECT count(*) FROM {table} WHERE user_id IS NOT NULL"
-            assert conn.execute(count).fetchone() == (0,)
+    readable = {
+        pg.app_url: ("sessions", "session_versions", "rate_limit_events"),
+        pg.admin_url: ("sessions", "session_versions", "rate_limit_events", "audit_events"),
+    }
+    for url, tables in readable.items():
+        with psycopg.connect(url) as conn:
+            for table in tables:
+                # audit rows of failed authentications have no user: the only ones visible untenanted
+                count = f"SELECT count(*) FROM {table} WHERE user_id IS NOT NULL"
+                assert conn.execute(count).fetchone() == (0,), (url, table)
     with runtime.db.identity() as conn:
         assert conn.execute("SELECT count(*) AS n FROM sessions").fetchone()["n"] == 0
 
@@ -84,15 +90,28 @@ def test_tools_cannot_reach_another_users_sessions(runtime):
 
 
 def test_revoking_by_an_ambiguous_prefix_revokes_nothing(runtime):
-    import pytest
-
     from sessionvault import accounts, apikeys
 
     a, b = make_user(runtime), make_user(runtime)
     twin = a.key[:12]  # force a 24-bit prefix collision between two users' keys
-    with runtime.db.identity() as conn:
+    admin = admin_db()
+    with admin.identity() as conn:
         conn.execute("UPDATE api_keys SET key_prefix = %s WHERE key_hash = %s", (twin, apikeys.digest(b.key)))
     with pytest.raises(accounts.AccountError, match="2 keys start with"):
-        accounts.revoke_key(runtime.db, twin)
-    assert accounts.revoke_key(runtime.db, twin, b.id) == 1  # scoped to a user: precise
-    assert accounts.revoke_key(runtime.db, a.key) == 1  # the whole key: precise
+        accounts.revoke_key(admin, twin)
+    assert accounts.revoke_key(admin, twin, b.id) == 1  # scoped to a user: precise
+    assert accounts.revoke_key(admin, a.key) == 1  # the whole key: precise
+
+
+def test_the_app_role_cannot_mint_users_or_keys_or_erase_the_audit_trail(runtime, pg):
+    who = make_user(runtime)
+    forbidden = [
+        ("INSERT INTO users (name, dek_wrapped, key_id) VALUES ('mallory', '\\x00', 'x')", ()),
+        ("UPDATE api_keys SET revoked_at = NULL WHERE user_id = %s", (who.id,)),
+        ("UPDATE api_keys SET key_hash = '\\x00' WHERE user_id = %s", (who.id,)),
+        ("DELETE FROM audit_events WHERE user_id = %s", (who.id,)),
+        ("DELETE FROM rate_limit_events WHERE user_id = %s", (who.id,)),
+    ]
+    for sql, params in forbidden:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), runtime.db.tenant(who.id) as conn:
+            conn.execute(sql, params)

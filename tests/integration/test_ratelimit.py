@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 from sessionvault import ratelimit
 from sessionvault.db import Database
 
-from ..conftest import make_user
+from ..conftest import admin_db, make_user
 
 
 def test_fifty_concurrent_requests_against_a_limit_of_ten_admit_exactly_ten(runtime, pg):
@@ -50,5 +50,5 @@ def test_events_older_than_a_day_are_pruned(runtime):
         conn.execute(
             "INSERT INTO rate_limit_events (user_id, at) VALUES (%s, now() - interval '2 days')", (who.id,)
         )
-    assert ratelimit.prune(runtime.db, who.id) == 1
-    assert ratelimit.prune(runtime.db, who.id) == 0
+    assert ratelimit.prune(admin_db(), who.id) == 1  # pruning is the maintenance job's, as admin
+    assert ratelimit.prune(admin_db(), who.id) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ def aws(monkeypatch: pytest.MonkeyPatch, pg) -> Iterator[dict[str, str]]:
         key_arn = kms.create_key(Description="sessionvault")["KeyMetadata"]["Arn"]
         sm = boto3.client("secretsmanager", region_name=REGION)
         sm.create_secret(Name="sv/database-url", SecretString=pg.app_url)
+        sm.create_secret(Name="sv/admin-database-url", SecretString=pg.admin_url)
         sm.create_secret(Name="sv/audit-salt", SecretString=secrets.token_urlsafe(32))
         env = {
             "SESSIONVAULT_KEY_PROVIDER": "kms",
@@ -50,13 +52,29 @@ def aws(monkeypatch: pytest.MonkeyPatch, pg) -> Iterator[dict[str, str]]:
         yield env
 
 
+# As in template.yaml: the admin and maintenance functions connect as the admin role.
+DATABASE_SECRET = {
+    "mcp": "sv/database-url",
+    "admin": "sv/admin-database-url",
+    "maintenance": "sv/admin-database-url",
+}
+
+
 def load_handler(function: str) -> Any:
-    """Import functions/<function>/handler.py as Lambda would: a fresh module, a cold start."""
+    """Import functions/<function>/handler.py as Lambda would: a fresh module, a cold start,
+    with that function's own environment."""
     name = f"sv_lambda_{function}_handler"
     sys.modules.pop(name, None)
     spec = importlib.util.spec_from_file_location(name, ROOT / "functions" / function / "handler.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = os.environ.get("SESSIONVAULT_DATABASE_URL_SECRET")
+    if saved is not None:
+        os.environ["SESSIONVAULT_DATABASE_URL_SECRET"] = DATABASE_SECRET[function]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is not None:
+            os.environ["SESSIONVAULT_DATABASE_URL_SECRET"] = saved
     return module
 
 
