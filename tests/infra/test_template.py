@@ -290,7 +290,6 @@ def test_environment_contract(template):
         for var, value in wanted.items():
             assert env[var] == value, (name, var)
         assert env["SESSIONVAULT_KMS_KEY_ID"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
-        assert ref(env["SESSIONVAULT_DATABASE_URL_SECRET"]) == "DatabaseUrlSecretName"
         assert ref(env["SESSIONVAULT_AUDIT_SALT_SECRET"]) == "AuditSaltSecretName"
         assert ref(env["SESSIONVAULT_RATE_PER_MINUTE"]) == "RatePerMinute"
         assert ref(env["SESSIONVAULT_RATE_PER_DAY"]) == "RatePerDay"
@@ -303,6 +302,30 @@ def test_environment_contract(template):
     assert "SESSIONVAULT_OPENAI_KEY_SECRET" in env_of(template, "McpFunction")
     assert "SESSIONVAULT_OPENAI_KEY_SECRET" in maint
     assert "SESSIONVAULT_PUBLIC_URL" in env_of(template, "McpFunction")
+
+
+# Which database role each function connects as: the parameter naming its URL secret.
+DATABASE_URL_SECRET = {
+    "McpFunction": "DatabaseUrlSecretName",  # sessionvault_app
+    "AdminFunction": "AdminDatabaseUrlSecretName",  # sessionvault_admin
+    "MaintenanceFunction": "AdminDatabaseUrlSecretName",  # sessionvault_admin
+}
+
+
+def test_each_function_connects_as_its_database_role(template):
+    params = template["Parameters"]
+    assert params["DatabaseUrlSecretName"]["Default"] == "sessionvault/database-url"
+    assert params["AdminDatabaseUrlSecretName"]["Default"] == "sessionvault/admin-database-url"
+    pattern = params["DatabaseUrlSecretName"]["AllowedPattern"]
+    assert params["AdminDatabaseUrlSecretName"]["AllowedPattern"] == pattern
+    for name, param in DATABASE_URL_SECRET.items():
+        assert ref(env_of(template, name)["SESSIONVAULT_DATABASE_URL_SECRET"]) == param, name
+    # The admin and maintenance functions set it themselves, over the Globals default.
+    for name in ("AdminFunction", "MaintenanceFunction"):
+        own = template["Resources"][name]["Properties"]["Environment"]["Variables"]
+        assert ref(own["SESSIONVAULT_DATABASE_URL_SECRET"]) == "AdminDatabaseUrlSecretName"
+    groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    assert any("AdminDatabaseUrlSecretName" in g["Parameters"] for g in groups)
 
 
 def test_admin_function_has_no_trigger(template):
@@ -371,11 +394,12 @@ def test_kms_key_policy_is_least_privilege(template):
 
 
 def test_roles_read_only_their_secrets(template):
+    # The app role's URL only for MCP, the admin role's only for admin and maintenance.
     expected = {
         "McpFunctionRole": {"DatabaseUrlSecretName", "AuditSaltSecretName", "OpenAiKeySecretName"},
-        "AdminFunctionRole": {"DatabaseUrlSecretName", "AuditSaltSecretName"},
+        "AdminFunctionRole": {"AdminDatabaseUrlSecretName", "AuditSaltSecretName"},
         "MaintenanceFunctionRole": {
-            "DatabaseUrlSecretName",
+            "AdminDatabaseUrlSecretName",
             "AuditSaltSecretName",
             "OpenAiKeySecretName",
         },
@@ -407,6 +431,11 @@ def test_roles_read_only_their_secrets(template):
     for name in FUNCTIONS:
         role = fn_props(template, name)["Role"]["Fn::GetAtt"]
         assert role == [f"{name}Role", "Arn"]
+        # Every secret a function is pointed at is one its role may read.
+        for var, value in env_of(template, name).items():
+            if var.endswith("_SECRET"):
+                names = [ref(value)] if ref(value) else [ref(v) for v in value["Fn::If"][1:2]]
+                assert set(names) <= expected[f"{name}Role"], (name, var)
 
 
 def test_vpc_config_only_when_subnets_and_groups_are_given(template):
