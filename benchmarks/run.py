@@ -23,6 +23,7 @@ from pgvector import Vector
 
 from sessionvault import accounts, embedded, ratelimit, records
 from sessionvault.config import Settings
+from sessionvault.db import Database
 from sessionvault.embeddings import LocalEmbedder
 from sessionvault.keyprovider import WrappedKey
 from sessionvault.runtime import open_runtime
@@ -30,6 +31,7 @@ from sessionvault.tools import TOOLS
 from sessionvault.vault import Principal
 
 ROOT = Path(__file__).resolve().parents[1]
+ADMIN: list[Database] = []  # users are created as the admin role, as the CLI does
 
 
 def percentiles(samples: list[float]) -> str:
@@ -60,8 +62,8 @@ def tools_list_tokens() -> None:
 
 
 def user(rt) -> Principal:
-    uid = accounts.create_user(rt.db, rt.keys.provider, f"bench-{os.urandom(4).hex()}")
-    with rt.db.identity() as conn:
+    uid = accounts.create_user(ADMIN[0], rt.keys.provider, f"bench-{os.urandom(4).hex()}")
+    with ADMIN[0].identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (uid,)).fetchone()
     return Principal(uid, WrappedKey.from_row(row))
 
@@ -221,11 +223,13 @@ def main() -> None:
             embeddings="local",
         )
         rt = open_runtime(settings)
+        ADMIN.append(Database(db.admin_url))
         print()
         tool_latencies(rt)
         print()
         filtered_recall(rt, db.owner_url)
         rt.close()
+        ADMIN.pop().close()
         embedded.stop(home)
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -46,7 +46,7 @@ class _CurrentStdout:
 def _log_to_the_current_stdout() -> None:
     for handler in logging.getLogger("sessionvault").handlers:
         if isinstance(handler, logging.StreamHandler):
-            handler.setStream(_CurrentStdout())
+            handler.stream = _CurrentStdout()  # not setStream: it flushes the old, maybe closed, one
 
 
 @pytest.fixture

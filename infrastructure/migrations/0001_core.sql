@@ -56,7 +56,8 @@ CREATE TABLE sessions (
     version         integer NOT NULL,
     embedding       vector,             -- dimension follows the provider, see embedding_model
     embedding_model text,
-    embed_failures  smallint NOT NULL DEFAULT 0,  -- re-embed attempts that failed; a save resets it
+    embed_failures  smallint NOT NULL DEFAULT 0,  -- failed re-embed attempts; a save resets both
+    embed_retry_at  timestamptz,                  -- back-off: not retried before this
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now(),
     UNIQUE (user_id, name)

@@ -64,7 +64,7 @@ def target() -> Target:
     if os.environ.get("DATABASE_URL"):
         url = os.environ["DATABASE_URL"]
         owner = os.environ.get("DATABASE_OWNER_URL", url)
-        return Target(Settings.from_env(), owner, os.environ.get("DATABASE_ADMIN_URL", url))
+        return Target(Settings.from_env(), owner, os.environ.get("DATABASE_ADMIN_URL", ""))
     return local_settings(default_home())
 
 
@@ -73,6 +73,8 @@ def runtime_for(t: Target) -> Iterator[Runtime]:
     """A runtime on the admin role: every command that uses it manages users, keys or rows."""
     from sessionvault.runtime import open_runtime
 
+    if not t.admin_url:
+        raise ConfigError("user and key commands need DATABASE_ADMIN_URL (the sessionvault_admin role)")
     rt = open_runtime(replace(t.settings, database_url=t.admin_url), pool_size=2)
     try:
         yield rt

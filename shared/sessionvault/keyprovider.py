@@ -66,15 +66,20 @@ def parse_master_key(raw: str) -> bytes:
 
 
 def read_or_create_secret(path: Path, make: Callable[[], str]) -> str:
-    """The value in a 0600 file, which is created once with `make()` (a racing creator wins)."""
+    """The value in a 0600 file, created once with `make()`. The file appears whole or not at
+    all (written aside, then linked into place), so a racing reader never sees it half-written."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return path.read_text().strip()
+        aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(make() + "\n")
+        try:
+            os.link(aside, path)  # fails if another process got there first: theirs wins
+        except FileExistsError:
+            pass
+        finally:
+            aside.unlink()
     return path.read_text().strip()
 
 

@@ -39,20 +39,23 @@ def prune_audit(rt: Runtime, retention_days: int) -> dict[str, int]:
     return {"deleted": deleted}
 
 
-MAX_EMBED_FAILURES = 5  # a row that failed this often waits for its next save
-
-# Rows that failed least come first, so a few rows the provider always refuses cannot use up
-# every batch; a save resets the count.
+# A failed row backs off (10 min, 20, 40, ... at most a day) and is never given up: a provider
+# outage delays rows, it does not park them. Rows that failed least come first, so a row the
+# provider always refuses cannot take every batch. A save resets the back-off.
 _STALE = """
 SELECT s.id, s.name, s.version, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
 WHERE s.user_id = %s AND (s.embedding IS NULL OR s.embedding_model IS DISTINCT FROM %s)
-  AND s.embed_failures < %s
+  AND (s.embed_retry_at IS NULL OR s.embed_retry_at <= now())
 ORDER BY s.embed_failures, s.updated_at DESC LIMIT %s
 """
 # Only if nobody saved a newer version meanwhile: that save brought its own vector.
 _SET = "UPDATE sessions SET embedding = %s, embedding_model = %s WHERE id = %s AND version = %s"
-_FAILED = "UPDATE sessions SET embed_failures = embed_failures + 1 WHERE id = %s AND version = %s"
+_FAILED = """
+UPDATE sessions SET embed_failures = embed_failures + 1,
+    embed_retry_at = now() + least(interval '1 day', interval '10 minutes' * 2 ^ least(embed_failures, 10))
+WHERE id = %s AND version = %s
+"""
 
 
 def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
@@ -67,7 +70,7 @@ def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
             break
         who = Principal(user["id"], WrappedKey.from_row(user))
         with rt.db.tenant(who.user_id) as conn:
-            params = (who.user_id, embedder.model, MAX_EMBED_FAILURES, batch - done - failed)
+            params = (who.user_id, embedder.model, batch - done - failed)
             rows = conn.execute(_STALE, params).fetchall()
         if not rows:
             continue

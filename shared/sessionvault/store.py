@@ -31,7 +31,7 @@ def upsert_head(
         ON CONFLICT (user_id, name) DO UPDATE SET
             repo = EXCLUDED.repo, preview = EXCLUDED.preview, client = EXCLUDED.client,
             version = sessions.version + 1, embedding = EXCLUDED.embedding,
-            embedding_model = EXCLUDED.embedding_model, embed_failures = 0,
+            embedding_model = EXCLUDED.embedding_model, embed_failures = 0, embed_retry_at = NULL,
             updated_at = clock_timestamp()
         RETURNING id, version, updated_at
         """,
@@ -138,8 +138,9 @@ def nearest(
 def page(
     conn: psycopg.Connection, user_id: str, repo: str, limit: int, after: tuple[datetime, str] | None
 ) -> list[dict[str, Any]]:
-    """Newest first, keyset-paginated on (updated_at, id): a save between pages cannot shift
-    rows into duplicates or gaps."""
+    """Newest first, keyset-paginated on (updated_at, id): a save between pages cannot make a
+    page repeat rows. A session saved again meanwhile moves to the front, so this pass skips
+    it and the next listing from the top shows it first."""
     before_at, before_id = after or (None, None)
     return conn.execute(
         """

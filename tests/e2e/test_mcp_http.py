@@ -1,6 +1,7 @@
 """End to end: the official MCP Python client over real HTTP against the running app."""
 
 import json
+import os
 import time
 
 import httpx2
@@ -9,6 +10,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from sessionvault import accounts
+from sessionvault.audit import salted_hash
 
 from ..conftest import ServerThread, admin_db, make_settings, make_user, mcp_client
 
@@ -143,20 +145,20 @@ def test_every_auth_failure_is_byte_identical(server, runtime, pg):
     accounts.revoke_key(admin_db(), revoked.key)
     accounts.disable_user(admin_db(), disabled.id)
     unknown = "sv_live_" + "A" * 32
-    with psycopg.connect(pg.owner_url) as conn:
-        started = conn.execute("SELECT clock_timestamp()").fetchone()[0]
+    agent = {"User-Agent": f"auth-test/{os.urandom(4).hex()}"}  # marks this test's audit rows
     responses = [
-        raw_post(server.url, LIST_TOOLS, unknown),
-        raw_post(server.url, LIST_TOOLS, revoked.key),
-        raw_post(server.url, LIST_TOOLS, disabled.key),
-        raw_post(server.url, LIST_TOOLS),
-        raw_post(server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz"),
+        raw_post(server.url, LIST_TOOLS, unknown, **agent),
+        raw_post(server.url, LIST_TOOLS, revoked.key, **agent),
+        raw_post(server.url, LIST_TOOLS, disabled.key, **agent),
+        raw_post(server.url, LIST_TOOLS, **agent),
+        raw_post(server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz", **agent),
     ]
     shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in responses}
     assert shapes == {(401, b'{"error": "unauthorized"}', "Bearer")}
     # The reason stays server-side, and only as a class.
-    sql = "SELECT * FROM audit_events WHERE user_id IS NULL AND at >= %s"
-    rows = audit_rows(pg.owner_url, sql, started, expect=5)
+    marker = salted_hash(agent["User-Agent"], runtime.settings.audit_salt)
+    sql = "SELECT * FROM audit_events WHERE user_id IS NULL AND ua_hash = %s"
+    rows = audit_rows(pg.owner_url, sql, marker, expect=5)
     assert len(rows) == 5
     assert {(r["tool"], r["outcome"], r["error_class"]) for r in rows} == {("tools/list", "error", "auth")}
     with psycopg.connect(pg.admin_url) as conn:  # with no tenant, no tenant's rows

@@ -141,7 +141,7 @@ def test_pagination_survives_a_save_between_pages_and_refuses_bad_cursors(runtim
     args = {"limit": 10, "cursor": first["next_cursor"]}
     rest = runtime.vault.list(user.principal, records.parse(records.ListArgs, args))
     seen = [s["name"] for s in first["sessions"] + rest["sessions"]]
-    assert seen == ["p3", "p2", "p1"]  # no duplicate, no gap; p0 moved to the front of page one
+    assert seen == ["p3", "p2", "p1"]  # no duplicate; p0, saved again, moved to the front
     for bad in ("²", "9" * 20, "bm90IGEgY3Vyc29y"):
         with pytest.raises(ValidationFailed, match="cursor"):
             runtime.vault.list(user.principal, records.parse(records.ListArgs, {"cursor": bad}))

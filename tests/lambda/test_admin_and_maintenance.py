@@ -138,7 +138,7 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled
     assert len(hits["results"]) == 3
 
 
-def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime, settled):
+def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, settled):
     from sessionvault import maintenance
     from sessionvault.vault import Vault
 
@@ -148,28 +148,27 @@ def test_rows_the_provider_always_refuses_do_not_block_the_rest(local_runtime, s
     offline = Vault(local_runtime.db, local_runtime.keys, _Down(local_runtime))
     offline.save(who, records.parse(records.SaveArgs, {"name": "poison", "summary": "never embeds"}))
     broken = Runtime(local_runtime.settings, local_runtime.db, local_runtime.keys, offline)
-    for _ in range(maintenance.MAX_EMBED_FAILURES):
-        maintenance.reembed(broken, batch=1)
+    assert maintenance.reembed(broken, batch=1)["failed"] == 1
     offline.save(who, records.parse(records.SaveArgs, {"name": "fine", "summary": "kafka consumer lag"}))
-    maintenance.reembed(local_runtime, batch=1)  # the poison row no longer takes the only slot
+    assert maintenance.reembed(local_runtime, batch=1)["embedded"] == 1  # not spent on the poison row
     with local_runtime.db.tenant(who.user_id) as conn:
         rows = conn.execute(
-            "SELECT name, embedding IS NOT NULL AS has, embed_failures FROM sessions"
+            "SELECT name, embedding IS NOT NULL AS has, embed_failures,"
+            " embed_retry_at > now() + interval '9 minutes' AS backing_off FROM sessions"
         ).fetchall()
-    assert {r["name"]: (r["has"], r["embed_failures"]) for r in rows} == {
-        "poison": (False, maintenance.MAX_EMBED_FAILURES),
-        "fine": (True, 0),
+    assert {r["name"]: (r["has"], r["embed_failures"], r["backing_off"]) for r in rows} == {
+        "poison": (False, 1, True),  # retried later, never given up
+        "fine": (True, 0, None),
     }
 
 
 @pytest.fixture
 def settled(local_runtime):
     """The database is shared by the whole run: first let every other test's stale rows be
-    embedded or give up, so that a batch here is spent on this test's rows only."""
+    embedded or back off, so that a batch here is spent on this test's rows only."""
     from sessionvault import maintenance
 
-    for _ in range(maintenance.MAX_EMBED_FAILURES):
-        maintenance.reembed(local_runtime, batch=100_000)
+    maintenance.reembed(local_runtime, batch=100_000)
 
 
 class _Down:
