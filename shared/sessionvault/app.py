@@ -114,6 +114,8 @@ def answered_with_error(status: int, body: bytes) -> ErrorClass | None:
         return "internal"
     if status >= 400:
         return "validation"
+    if b'"error"' not in body:  # the common case: skip parsing a successful reply
+        return None
     try:
         reply = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
