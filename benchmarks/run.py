@@ -21,14 +21,17 @@ from pathlib import Path
 import psycopg
 from pgvector import Vector
 
-from sessionvault import accounts, embedded, ratelimit, records
-from sessionvault.config import Settings
-from sessionvault.db import Database
-from sessionvault.embeddings import LocalEmbedder
-from sessionvault.keyprovider import WrappedKey
+from sessionvault.core import records
+from sessionvault.core.embeddings import LocalEmbedder
+from sessionvault.core.keys import WrappedKey
+from sessionvault.core.vault import Principal
+from sessionvault.db import identity as accounts
+from sessionvault.db import ratelimit
+from sessionvault.db.pool import Database
+from sessionvault.local import embedded
 from sessionvault.runtime import open_runtime
-from sessionvault.tools import TOOLS
-from sessionvault.vault import Principal
+from sessionvault.server.tools import TOOLS
+from sessionvault.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN: list[Database] = []  # users are created as the admin role, as the CLI does
@@ -43,7 +46,7 @@ def percentiles(samples: list[float]) -> str:
 def handler_import_time(runs: int = 5) -> None:
     code = (
         "import time; t = time.perf_counter(); "
-        "import mangum, sessionvault.app, sessionvault.cloud, sessionvault.runtime; "
+        "import mangum, sessionvault.server.app, sessionvault.settings, sessionvault.runtime; "
         "import sys; heavy = [m for m in ('torch', 'openai', 'boto3', 'numpy') if m in sys.modules]; "
         "print(time.perf_counter() - t, heavy)"
     )

@@ -22,13 +22,14 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from sessionvault import accounts, embedded
-from sessionvault.app import SessionVaultApp
-from sessionvault.config import Settings
-from sessionvault.db import Database
-from sessionvault.keyprovider import WrappedKey
+from sessionvault.core.keys import WrappedKey
+from sessionvault.core.vault import Principal
+from sessionvault.db import identity as accounts
+from sessionvault.db.pool import Database
+from sessionvault.local import embedded
 from sessionvault.runtime import Runtime, open_runtime
-from sessionvault.vault import Principal
+from sessionvault.server.app import SessionVaultApp
+from sessionvault.settings import Settings
 
 
 class _CurrentStdout:

@@ -1,18 +1,17 @@
-"""Maintenance function, on EventBridge schedules: {"task": "prune_rate_limits" |
-"prune_audit" | "reembed"}. Each task is idempotent and safe to run twice at once."""
+"""Maintenance function, on EventBridge schedules: {"task": <one of jobs.maintenance.TASKS>}.
+Each task is idempotent and safe to run twice at once."""
 
 from typing import Any
 
-from sessionvault import maintenance, telemetry
-from sessionvault.cloud import audit_retention_days, lambda_settings
+from sessionvault import settings, telemetry
+from sessionvault.jobs import maintenance
 from sessionvault.runtime import open_runtime
 
-RUNTIME = open_runtime(lambda_settings(), pool_size=1)
-RETENTION_DAYS = audit_retention_days()
+RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     task = str(event.get("task", ""))
-    result = maintenance.run(RUNTIME, task, RETENTION_DAYS)
+    result = maintenance.run(RUNTIME, task)
     telemetry.logger().info("maintenance", extra={"task": task, **result})
     return {"task": task, **result}

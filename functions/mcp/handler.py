@@ -5,8 +5,8 @@ line per problem); Mangum's lifespan is off because the app has none to run."""
 
 from mangum import Mangum
 
-from sessionvault.app import SessionVaultApp
-from sessionvault.cloud import lambda_settings
+from sessionvault import settings
 from sessionvault.runtime import open_runtime
+from sessionvault.server.app import SessionVaultApp
 
-handler = Mangum(SessionVaultApp(open_runtime(lambda_settings(), pool_size=1)), lifespan="off")
+handler = Mangum(SessionVaultApp(open_runtime(settings.from_lambda(), pool_size=1)), lifespan="off")

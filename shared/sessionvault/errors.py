@@ -1,4 +1,5 @@
-"""Errors that carry the short class recorded in the audit trail, never their message."""
+"""Every error SessionVault raises across a module boundary. Each carries the short class
+recorded in the audit trail (`error_class`), never its message: messages may hold caller data."""
 
 from __future__ import annotations
 
@@ -7,14 +8,18 @@ from typing import Literal
 ErrorClass = Literal["auth", "rate_limit", "validation", "db", "provider", "timeout", "internal"]
 
 
-class ConfigError(Exception):
+class SessionVaultError(Exception):
+    """The root: a command-line entry point reports any of these as one line, not a traceback."""
+
+    error_class: ErrorClass = "internal"
+
+
+class ConfigError(SessionVaultError):
     """A setting is missing or unusable; the process must not serve."""
 
 
-class VaultError(Exception):
-    """An error a tool reports to its caller; `error_class` goes to the audit trail."""
-
-    error_class: ErrorClass = "internal"
+class VaultError(SessionVaultError):
+    """An error a tool reports to its caller."""
 
 
 class ValidationFailed(VaultError):
@@ -26,7 +31,33 @@ class ProviderUnavailable(VaultError):
 
 
 class DecryptionFailed(VaultError):
-    error_class = "internal"
-
     def __init__(self) -> None:
         super().__init__("stored content failed its integrity check")
+
+
+class AccountError(SessionVaultError):
+    """An admin action on users or keys cannot be done as asked (unknown user, ambiguous key)."""
+
+    error_class = "validation"
+
+
+class Refused(SessionVaultError):
+    """An HTTP request ends here with this status, body and headers."""
+
+    def __init__(
+        self, status: int, body: bytes, error_class: ErrorClass, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.body, self.error_class, self.headers = status, body, error_class, headers
+
+
+class ConfigFileError(SessionVaultError):
+    """A client's config file cannot be edited safely; nothing was written."""
+
+
+class ToolCallFailed(SessionVaultError):
+    """A remote tools/call answered with an error (hook and doctor side)."""
+
+
+class UpstreamError(SessionVaultError):
+    """The bridge cannot reach or use the remote server; the message is meant for the user."""

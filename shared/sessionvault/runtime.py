@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sessionvault import embeddings
-from sessionvault.config import Settings
-from sessionvault.db import Database
-from sessionvault.errors import ConfigError
-from sessionvault.keyprovider import (
+from sessionvault.core import embeddings
+from sessionvault.core.keys import (
     DekCache,
     KeyProvider,
     KmsKeyProvider,
     LocalKeyProvider,
     parse_master_key,
 )
-from sessionvault.vault import Vault
+from sessionvault.core.vault import Vault
+from sessionvault.db.pool import Database
+from sessionvault.errors import ConfigError
+from sessionvault.settings import Settings
 
 
 @dataclass

@@ -11,15 +11,15 @@ import pytest
 import uvicorn
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 
-from sessionvault.app import SessionVaultApp
-from sessionvault.tools import INSTRUCTIONS
+from sessionvault.server.app import SessionVaultApp
+from sessionvault.server.tools import INSTRUCTIONS
 
 from ..conftest import ServerThread, free_port, make_user, mcp_client
 
 pytestmark = pytest.mark.anyio
 
 TOOLS = ["save_session", "load_session", "search_sessions", "list_sessions", "delete_session"]
-BRIDGE = ["-m", "sessionvault.cli", "bridge"]
+BRIDGE = ["-m", "sessionvault.cli.main", "bridge"]
 
 
 def bridge(url: str, key: str | None, errlog: TextIO = sys.stderr) -> Client:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault import cli, embedded
+from sessionvault.cli import main as cli
+from sessionvault.local import embedded
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault import clients, doctor, hooks, records
-from sessionvault.repo import current_repo
+from sessionvault import names
+from sessionvault.core import records
+from sessionvault.local import context, doctor, hooks
+from sessionvault.local.connect import files
+from sessionvault.local.repo import current_repo
 
 from ..conftest import free_port, make_user
 
 
 @pytest.fixture(autouse=True)
 def _isolated(isolated_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(hooks.URL_ENV, raising=False)
-    monkeypatch.delenv(hooks.KEY_ENV, raising=False)
+    monkeypatch.delenv(names.URL_ENV, raising=False)
+    monkeypatch.delenv(names.KEY_ENV, raising=False)
 
 
 @pytest.fixture
@@ -41,8 +44,8 @@ def run_hook(url: str, key: str, cwd: Path, client: str = "claude-code") -> str:
     capture stream that is closed when the test ends.
     """
     argv = ["session-start", "--client", client, "--url", url]
-    code = f"from sessionvault.hooks import main; raise SystemExit(main({argv!r}))"
-    env = {**os.environ, hooks.KEY_ENV: key}
+    code = f"from sessionvault.cli.hook import main; raise SystemExit(main({argv!r}))"
+    env = {**os.environ, names.KEY_ENV: key}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, env=env, timeout=30
     )
@@ -79,11 +82,11 @@ def test_the_hook_hands_over_the_latest_session_of_this_repo(server, runtime, ch
         for part in ("keep receipts inline (why: one caller only)", "move receipts out", "src/payment.py"):
             assert part in text
         assert "celery for receipts: too heavy" in text
-        assert "not this repo" not in text and len(text) <= hooks.CONTEXT_CAP
+        assert "not this repo" not in text and len(text) <= context.CONTEXT_CAP
 
 
 def test_a_repo_without_sessions_gets_a_nudge_to_save(server, user, checkout) -> None:
-    out = json.loads(hooks.session_start("gemini", server.url, cwd=checkout, env={hooks.KEY_ENV: user.key}))
+    out = json.loads(context.session_start("gemini", server.url, cwd=checkout, env={names.KEY_ENV: user.key}))
     text = out["hookSpecificOutput"]["additionalContext"]
     assert text.startswith("SessionVault: no saved session for repo `github.com/acme/shop-hooks` yet")
 
@@ -101,7 +104,7 @@ def test_a_wrong_key_is_a_note_and_exit_0(server, checkout) -> None:
 
 def run_doctor(url: str, key: str | None, home: Path, cwd: Path) -> tuple[int, str]:
     out = io.StringIO()
-    env = {hooks.KEY_ENV: key} if key else {}
+    env = {names.KEY_ENV: key} if key else {}
     code = doctor.run(url, env=env, home=home, cwd=cwd, out=out)
     return code, out.getvalue()
 
@@ -120,21 +123,21 @@ def test_doctor_passes_only_with_a_client_pointing_at_this_server(server, user, 
     assert "✗ no client is configured to use SessionVault" in out
     assert f"fix: sessionvault connect claude-code --apply --url {server.url}" in out
 
-    clients.apply("cursor", server.url, None, use_env=True, home=home, cwd=cwd)
+    files.apply("cursor", server.url, None, use_env=True, home=home, cwd=cwd)
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 0, out
     assert f"✓ Cursor: ~/.cursor/mcp.json -> {server.url}" in out
     assert "· not configured: claude-code, claude-desktop, vscode" in out
     assert out.rstrip().endswith("all good")
 
-    clients.apply("gemini", "http://127.0.0.1:1/mcp", None, use_env=True, home=home, cwd=cwd)
+    files.apply("gemini", "http://127.0.0.1:1/mcp", None, use_env=True, home=home, cwd=cwd)
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 1
     assert f"✗ Gemini CLI: ~/.gemini/settings.json points to http://127.0.0.1:1/mcp, not {server.url}" in out
     assert f"fix: sessionvault connect gemini --apply --url {server.url}" in out
     assert "· Gemini CLI: no session-start hook" in out  # a tip: hooks are optional
 
-    clients.apply("gemini", server.url, None, use_env=True, home=home, cwd=cwd)
+    files.apply("gemini", server.url, None, use_env=True, home=home, cwd=cwd)
     hooks.install_hooks("gemini", home=home, cwd=cwd)
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 0, out
@@ -142,7 +145,7 @@ def test_doctor_passes_only_with_a_client_pointing_at_this_server(server, user, 
 
 
 def test_doctor_names_the_fix_for_a_missing_or_refused_key(server, tmp_path: Path) -> None:
-    clients.apply("cursor", server.url, None, use_env=True, home=tmp_path, cwd=tmp_path)
+    files.apply("cursor", server.url, None, use_env=True, home=tmp_path, cwd=tmp_path)
     code, out = run_doctor(server.url, None, tmp_path, tmp_path)
     assert code == 1
     assert "✗ SESSIONVAULT_API_KEY is not set\n    fix: export SESSIONVAULT_API_KEY=sv_live_..." in out

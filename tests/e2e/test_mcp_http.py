@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from sessionvault import accounts
-from sessionvault.audit import salted_hash
+from sessionvault.db import identity as accounts
+from sessionvault.db.audit import salted_hash
 
 from ..conftest import ServerThread, admin_db, make_settings, make_user, mcp_client
 
@@ -240,7 +240,7 @@ def test_errors_the_sdk_answers_are_audited_as_errors(server, runtime, pg):
 
 def test_a_database_outage_gives_503_not_a_traceback(pg, runtime, capfd):
 
-    from sessionvault.db import Database
+    from sessionvault.db.pool import Database
     from sessionvault.runtime import Runtime
 
     from ..conftest import free_port

@@ -3,7 +3,7 @@
 import psycopg
 import pytest
 
-from sessionvault import records
+from sessionvault.core import records
 
 from ..conftest import admin_db, make_user
 
@@ -90,7 +90,8 @@ def test_tools_cannot_reach_another_users_sessions(runtime):
 
 
 def test_revoking_by_an_ambiguous_prefix_revokes_nothing(runtime):
-    from sessionvault import accounts, apikeys
+    from sessionvault.core import apikeys
+    from sessionvault.db import identity as accounts
 
     a, b = make_user(runtime), make_user(runtime)
     twin = a.key[:12]  # force a 24-bit prefix collision between two users' keys

@@ -3,8 +3,8 @@ import shutil
 import psycopg
 import pytest
 
+from sessionvault.db.migrations import checksum, migrate, migrations_dir
 from sessionvault.errors import ConfigError
-from sessionvault.migrations import checksum, migrate, migrations_dir
 
 
 def test_rerunning_migrations_is_a_no_op(pg):

@@ -2,8 +2,8 @@
 
 from concurrent.futures import ThreadPoolExecutor
 
-from sessionvault import ratelimit
-from sessionvault.db import Database
+from sessionvault.db import ratelimit
+from sessionvault.db.pool import Database
 
 from ..conftest import admin_db, make_user
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sessionvault import records
+from sessionvault.core import records
 
 from ..conftest import make_user
 

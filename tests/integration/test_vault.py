@@ -3,9 +3,9 @@
 import psycopg
 import pytest
 
-from sessionvault import records
+from sessionvault.core import records
+from sessionvault.core.vault import Vault
 from sessionvault.errors import DecryptionFailed, ProviderUnavailable, ValidationFailed
-from sessionvault.vault import Vault
 
 from ..conftest import make_user
 

@@ -6,9 +6,9 @@ import boto3
 import psycopg
 import pytest
 
-from sessionvault import records
+from sessionvault.core import records
+from sessionvault.core.vault import Principal
 from sessionvault.runtime import Runtime
-from sessionvault.vault import Principal
 
 from .conftest import REGION, LambdaContext, body_json, http_event, load_handler, rpc
 
@@ -111,8 +111,8 @@ def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime
 
 
 def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled):
-    from sessionvault import maintenance
-    from sessionvault.vault import Vault
+    from sessionvault.core.vault import Vault
+    from sessionvault.jobs import maintenance
 
     from ..conftest import make_user
 
@@ -139,8 +139,8 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled
 
 
 def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, settled):
-    from sessionvault import maintenance
-    from sessionvault.vault import Vault
+    from sessionvault.core.vault import Vault
+    from sessionvault.jobs import maintenance
 
     from ..conftest import make_user
 
@@ -166,7 +166,7 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, set
 def settled(local_runtime):
     """The database is shared by the whole run: first let every other test's stale rows be
     embedded or back off, so that a batch here is spent on this test's rows only."""
-    from sessionvault import maintenance
+    from sessionvault.jobs import maintenance
 
     maintenance.reembed(local_runtime, batch=100_000)
 

@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
-from sessionvault.clients import CLIENTS, add_connect_parser, apply, config_path, render
+from sessionvault.cli.clients import add_connect
+from sessionvault.errors import ConfigFileError
+from sessionvault.local.connect.files import apply
+from sessionvault.local.connect.registry import CLIENTS, config_path, render
 
 URL = "http://127.0.0.1:8765/mcp"
 KEY = "sv-test-key"
@@ -142,7 +145,7 @@ def test_render_env_form_keeps_the_key_out_of_the_text(client: str) -> None:
 @pytest.mark.parametrize("client", NO_ENV)
 def test_clients_without_env_support_write_the_key_or_refuse(client: str) -> None:
     assert render(client, URL, KEY, use_env=True) == render(client, URL, KEY, use_env=False)
-    with pytest.raises(ValueError, match="API key"):
+    with pytest.raises(ConfigFileError, match="API key"):
         render(client, URL, None, use_env=True)
 
 
@@ -153,12 +156,12 @@ def test_codex_snippet_is_the_table_users_paste() -> None:
 
 
 def test_literal_form_without_a_key_is_refused() -> None:
-    with pytest.raises(ValueError, match="API key"):
+    with pytest.raises(ConfigFileError, match="API key"):
         render("cursor", URL, None, use_env=False)
 
 
 def test_unknown_client_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown client"):
+    with pytest.raises(ConfigFileError, match="unknown client"):
         render("notepad", URL, KEY, use_env=False)
 
 
@@ -436,7 +439,7 @@ def test_apply_refuses_files_it_cannot_edit_safely(content: str, home: Path, cwd
     path = config_path("cursor", home=home, cwd=cwd)
     path.parent.mkdir(parents=True)
     path.write_text(content)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigFileError):
         apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
     assert path.read_text() == content
     assert backups(path) == []
@@ -447,7 +450,7 @@ def test_apply_refuses_files_it_cannot_edit_safely(content: str, home: Path, cwd
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="sessionvault")
-    add_connect_parser(parser.add_subparsers(dest="command"))
+    add_connect(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
 
 

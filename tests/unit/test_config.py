@@ -3,9 +3,10 @@ import os
 
 import pytest
 
-from sessionvault.config import Settings, is_placeholder
+from sessionvault.core.keys import LocalKeyProvider, parse_master_key
 from sessionvault.errors import ConfigError
-from sessionvault.keyprovider import LocalKeyProvider, load_or_create_master_key, parse_master_key
+from sessionvault.local.secretfile import load_or_create_master_key
+from sessionvault.settings import Settings, is_placeholder
 
 GOOD = {
     "DATABASE_URL": "postgresql://app@db/sessionvault",

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from sessionvault import crypto
+from sessionvault.core import crypto
 from sessionvault.errors import DecryptionFailed
 
 KEY = os.urandom(32)

@@ -1,5 +1,5 @@
-from sessionvault.config import Settings
-from sessionvault.embeddings import LocalEmbedder, NoEmbedder, OpenAIEmbedder, from_settings
+from sessionvault.core.embeddings import LocalEmbedder, NoEmbedder, OpenAIEmbedder, from_settings
+from sessionvault.settings import Settings
 
 from ..conftest import free_port
 

@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 
-from sessionvault import clients, hooks
+from sessionvault import names
+from sessionvault.cli import hook as hook_cli
+from sessionvault.errors import ConfigFileError
+from sessionvault.local import context, hooks
 
 from ..conftest import free_port
 
@@ -50,7 +53,7 @@ SESSION: dict[str, Any] = {
 
 @pytest.fixture(autouse=True)
 def _isolated_git(isolated_git: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(hooks.URL_ENV, raising=False)
+    monkeypatch.delenv(names.URL_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
 
 
@@ -68,13 +71,13 @@ def context_of(stdout: str) -> str:
 
 @pytest.mark.parametrize("client", ["claude-code", "codex", "gemini"])
 def test_each_client_gets_session_start_json(client: str) -> None:
-    text = hooks.session_start(client, env={})
+    text = context.session_start(client, env={})
     assert context_of(text).startswith("SessionVault: SESSIONVAULT_API_KEY is not set")
     assert "sessionvault doctor" in context_of(text)
 
 
 def test_the_session_renders_as_compact_markdown() -> None:
-    text = hooks.render_session(SESSION)
+    text = context.render_session(SESSION)
     for part in (
         "github.com/acme/shop",
         "**checkout-refactor** v3, saved by cursor at 2026-01-02 03:04 UTC",
@@ -97,16 +100,16 @@ def test_a_big_session_is_capped_and_says_what_was_left_out() -> None:
         "decisions": [{"decision": "d" * 300, "reason": "r" * 300}] * 20,
         "files": [f"src/file_{i}.py" for i in range(200)],
     }
-    text = hooks.render_session(big)
-    assert len(text) <= hooks.CONTEXT_CAP
+    text = context.render_session(big)
+    assert len(text) <= context.CONTEXT_CAP
     assert "…" in text and "more" in text
     assert "**Next steps**" in text
     for cap in (300, 500, 1000, 1500):
-        assert len(hooks.render_session(big, cap=cap)) <= cap
+        assert len(context.render_session(big, cap=cap)) <= cap
 
 
 def test_no_client_name_in_session_and_odd_timestamps_still_render() -> None:
-    text = hooks.render_session({**SESSION, "client": "", "saved_at": "yesterday"})
+    text = context.render_session({**SESSION, "client": "", "saved_at": "yesterday"})
     assert "saved at yesterday" in text
 
 
@@ -116,10 +119,10 @@ def test_no_client_name_in_session_and_odd_timestamps_still_render() -> None:
 def test_server_down_prints_a_note_and_exits_0_within_a_second(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv(hooks.KEY_ENV, KEY)
+    monkeypatch.setenv(names.KEY_ENV, KEY)
     url = f"http://127.0.0.1:{free_port()}/mcp"  # nothing listens there
     started = time.monotonic()
-    code = hooks.main(["session-start", "--client", "claude-code", "--url", url])
+    code = hook_cli.main(["session-start", "--client", "claude-code", "--url", url])
     elapsed = time.monotonic() - started
     captured = capsys.readouterr()
     assert code == 0 and elapsed < 1.0
@@ -132,13 +135,13 @@ def test_server_down_prints_a_note_and_exits_0_within_a_second(
 
 
 def test_a_server_that_never_answers_is_cut_off_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(hooks.KEY_ENV, KEY)
+    monkeypatch.setenv(names.KEY_ENV, KEY)
     with socket.socket() as silent:  # accepts connections (backlog) and never replies
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
         started = time.monotonic()
-        text = hooks.session_start("gemini", url)
+        text = context.session_start("gemini", url)
         elapsed = time.monotonic() - started
     assert elapsed < 1.0
     assert context_of(text).startswith(f"SessionVault: no answer from {url} within 0.8 s")
@@ -146,19 +149,20 @@ def test_a_server_that_never_answers_is_cut_off_at_the_deadline(monkeypatch: pyt
 
 def test_the_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    text = hooks.session_start("codex", env={hooks.KEY_ENV: KEY, hooks.URL_ENV: url})
+    text = context.session_start("codex", env={names.KEY_ENV: KEY, names.URL_ENV: url})
     assert url in context_of(text)
 
 
 def test_a_bad_url_is_a_note_too() -> None:
-    text = hooks.session_start("claude-code", "ftp://example.com/mcp", env={hooks.KEY_ENV: KEY})
+    text = context.session_start("claude-code", "ftp://example.com/mcp", env={names.KEY_ENV: KEY})
     assert context_of(text).startswith("SessionVault: could not reach ftp://example.com/mcp")
 
 
 def test_as_a_process_it_exits_0_with_no_traceback(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    code = f"from sessionvault.hooks import main; raise SystemExit(main(['session-start', '--url', {url!r}]))"
-    env = {"PATH": "/usr/bin:/bin", hooks.KEY_ENV: KEY, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    argv = ["session-start", "--url", url]
+    code = f"from sessionvault.cli.hook import main; raise SystemExit(main({argv!r}))"
+    env = {"PATH": "/usr/bin:/bin", names.KEY_ENV: KEY, "GIT_CEILING_DIRECTORIES": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=30
     )
@@ -219,8 +223,8 @@ def test_one_stateless_tools_call_with_the_documented_headers(fake: FakeServer, 
         ["git", "-C", str(tmp_path / "shop"), "remote", "add", "origin", "git@github.com:acme/shop.git"],
         check=True,
     )
-    text = hooks.session_start("claude-code", fake.url, cwd=tmp_path / "shop", env={hooks.KEY_ENV: KEY})
-    assert context_of(text) == hooks.render_session(SESSION)
+    text = context.session_start("claude-code", fake.url, cwd=tmp_path / "shop", env={names.KEY_ENV: KEY})
+    assert context_of(text) == context.render_session(SESSION)
     [call] = fake.seen
     headers = {k.lower(): v for k, v in call["headers"].items()}
     assert headers["authorization"] == f"Bearer {KEY}"
@@ -239,14 +243,14 @@ SSE = b"event: message\ndata: " + rpc_result({"found": False, "hint": "no sessio
 
 @pytest.mark.parametrize("fake", [(200, SSE, "text/event-stream")], indirect=True)
 def test_an_sse_answer_and_no_session_yet(fake: FakeServer) -> None:
-    text = context_of(hooks.session_start("codex", fake.url, env={hooks.KEY_ENV: KEY}))
+    text = context_of(context.session_start("codex", fake.url, env={names.KEY_ENV: KEY}))
     assert text.startswith("SessionVault: no saved session for repo ")
     assert "save_session" in text
 
 
 @pytest.mark.parametrize("fake", [(401, b'{"error": "unauthorized"}')], indirect=True)
 def test_a_refused_key_is_a_note(fake: FakeServer) -> None:
-    text = context_of(hooks.session_start("gemini", fake.url, env={hooks.KEY_ENV: KEY}))
+    text = context_of(context.session_start("gemini", fake.url, env={names.KEY_ENV: KEY}))
     assert "refused the API key" in text and "(401)" in text and "sessionvault doctor" in text
 
 
@@ -260,19 +264,15 @@ def test_a_refused_key_is_a_note(fake: FakeServer) -> None:
     indirect=True,
 )
 def test_anything_else_is_a_note_as_well(fake: FakeServer) -> None:
-    text = context_of(hooks.session_start("claude-code", fake.url, env={hooks.KEY_ENV: KEY}))
+    text = context_of(context.session_start("claude-code", fake.url, env={names.KEY_ENV: KEY}))
     assert text.startswith("SessionVault: ")
-
-
-def test_constants_match_the_client_registry() -> None:
-    assert hooks.KEY_ENV == clients.ENV_VAR and hooks.DEFAULT_URL == clients.DEFAULT_URL
 
 
 def test_the_hook_subcommand_is_registered() -> None:
     parser = argparse.ArgumentParser(prog="sessionvault")
-    hooks.add_hook_parser(parser.add_subparsers(dest="command", required=True))
+    hook_cli.add_parsers(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["hook", "session-start", "--client", "gemini", "--url", "http://x/mcp"])
-    assert (args.client, args.url, args.func) == ("gemini", "http://x/mcp", hooks._run_session_start)
+    assert (args.client, args.url, args.func) == ("gemini", "http://x/mcp", hook_cli._run_session_start)
     args = parser.parse_args(["hook", "session-start"])
     assert (args.client, args.url) == ("claude-code", None)
 
@@ -376,7 +376,7 @@ def test_a_malformed_hooks_section_is_refused_and_nothing_is_written(tmp_path: P
     path = tmp_path / HOOK_FILES["gemini"]
     path.parent.mkdir(parents=True)
     path.write_text('{"hooks": {"SessionStart": "nope"}}')
-    with pytest.raises(ValueError, match="SessionStart"):
+    with pytest.raises(ConfigFileError, match="SessionStart"):
         hooks.install_hooks("gemini", home=tmp_path, cwd=tmp_path, now=T1)
     assert path.read_text() == '{"hooks": {"SessionStart": "nope"}}'
     assert list(path.parent.iterdir()) == [path]
@@ -384,6 +384,6 @@ def test_a_malformed_hooks_section_is_refused_and_nothing_is_written(tmp_path: P
 
 
 def test_clients_without_a_session_start_hook_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no session-start hook"):
+    with pytest.raises(ConfigFileError, match="no session-start hook"):
         hooks.install_hooks("cursor", home=tmp_path, cwd=tmp_path)
     assert not any(tmp_path.iterdir())

@@ -7,7 +7,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from sessionvault.keyprovider import DekCache, KeyProvider, KmsKeyProvider, LocalKeyProvider, WrappedKey
+from sessionvault.core.keys import DekCache, KeyProvider, KmsKeyProvider, LocalKeyProvider, WrappedKey
 
 
 @pytest.fixture(params=["local", "kms"])
@@ -77,7 +77,7 @@ def test_dek_cache_hits_expires_and_is_bounded(provider, monkeypatch):
     cache.unwrap("a", keys["a"][1])
     assert counting.calls == 4
 
-    import sessionvault.keyprovider as kp
+    import sessionvault.core.keys as kp
 
     now = kp.time.monotonic()
     monkeypatch.setattr(kp.time, "monotonic", lambda: now + 61)

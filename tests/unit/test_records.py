@@ -1,6 +1,6 @@
 import pytest
 
-from sessionvault import records
+from sessionvault.core import records
 from sessionvault.errors import ValidationFailed
 
 BASE = {"name": "auth-jwt", "summary": "JWT done"}

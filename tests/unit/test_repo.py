@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault import repo
-from sessionvault.repo import current_repo, normalize_remote
+from sessionvault.local import repo
+from sessionvault.local.repo import current_repo, normalize_remote
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 

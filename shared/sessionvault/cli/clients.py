@@ -1,0 +1,131 @@
+"""The laptop-side commands: `connect` (client configs), `bridge` (stdio for Claude Desktop)
+and `doctor` (what is wrong, and the command that fixes it). `hook` has its own module: it
+runs on every client start and must import almost nothing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from sessionvault.errors import ConfigFileError
+from sessionvault.local import hooks
+from sessionvault.local.connect import files, registry
+from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+
+
+def add_connect(subparsers: argparse._SubParsersAction) -> None:
+    """Register `sessionvault connect <client> [--url] [--key] [--apply] [--no-env]`."""
+    p = subparsers.add_parser(
+        "connect",
+        help="print or write the MCP config that connects a client to SessionVault",
+        description="Print the config snippet for CLIENT, or with --apply write it into "
+        "the client's own config file (a timestamped backup is kept).",
+    )
+    p.add_argument(
+        "client", choices=list(registry.CLIENTS), metavar="client", help=", ".join(registry.CLIENTS)
+    )
+    p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default: {DEFAULT_URL})")
+    p.add_argument("--key", default=None, help=f"API key (default: ${KEY_ENV})")
+    p.add_argument("--apply", action="store_true", help="write into the client's config file")
+    p.add_argument(
+        "--no-env",
+        dest="use_env",
+        action="store_false",
+        help=f"write the key itself instead of a reference to ${KEY_ENV}",
+    )
+    p.add_argument(
+        "--hooks",
+        action="store_true",
+        help="also install the session-start hook (claude-code, codex, gemini); implies --apply",
+    )
+    p.set_defaults(func=_run_connect)
+
+
+def _run_connect(args: argparse.Namespace) -> int:
+    key = args.key or os.environ.get(KEY_ENV) or None
+    spec = registry.CLIENTS[args.client]
+    if args.use_env and spec.reads_env and not os.environ.get(KEY_ENV):
+        print(
+            f"note: set {KEY_ENV} where {spec.title} starts, it reads the key from there",
+            file=sys.stderr,
+        )
+    try:
+        if not (args.apply or args.hooks):  # --hooks writes, so it implies --apply
+            print(registry.render(args.client, args.url, key, use_env=args.use_env), end="")
+            path = registry.config_path(args.client, home=Path.home(), cwd=Path.cwd())
+            print(f"# goes into {path}", file=sys.stderr)
+            return 0
+        result = files.apply(
+            args.client, args.url, key, use_env=args.use_env, home=Path.home(), cwd=Path.cwd()
+        )
+    except (ConfigFileError, OSError) as e:
+        print(f"sessionvault connect: {e}", file=sys.stderr)
+        return 2
+    _report(result)
+    if args.hooks:
+        try:
+            _report(hooks.install_hooks(args.client, home=Path.home(), cwd=Path.cwd(), url=args.url))
+        except (ConfigFileError, OSError) as e:
+            print(f"sessionvault connect: {e}", file=sys.stderr)
+            return 2
+    if registry.holds_literal_key(spec, args.use_env):
+        # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
+        where = " keep it out of git;" if result.path.is_relative_to(Path.cwd()) else ""
+        print(f"note:{where} {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
+    return 0
+
+
+def _report(result: files.ApplyResult) -> None:
+    print(f"{'updated' if result.changed else 'already up to date'}: {result.path}")
+    if result.backup:
+        print(f"backup: {result.backup}")
+
+
+def add_bridge(subparsers: argparse._SubParsersAction) -> None:
+    from sessionvault.local import bridge
+
+    sp = subparsers.add_parser(
+        "bridge",
+        help="stdio MCP server that forwards to a remote SessionVault (for Claude Desktop)",
+        description=bridge.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument(
+        "--url",
+        default=os.environ.get(URL_ENV) or DEFAULT_URL,
+        help=f"the remote server's MCP endpoint (default: ${URL_ENV} or %(default)s)",
+    )
+    sp.set_defaults(func=_run_bridge)
+
+
+def _run_bridge(args: argparse.Namespace) -> int:
+    from sessionvault.local import bridge
+
+    bridge.run(args.url, os.environ.get(KEY_ENV, "").strip())
+    return 0
+
+
+def add_doctor(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "doctor",
+        help="check the server, the API key and the client configs",
+        description="Check that the server answers, that SESSIONVAULT_API_KEY is accepted, and "
+        "which clients are configured; print the command that fixes each problem. "
+        "Exit code 0 when all is well, 1 otherwise.",
+    )
+    p.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    p.set_defaults(func=_run_doctor)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    from sessionvault.local import doctor
+
+    return doctor.run(args.url)
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    add_connect(sub)
+    add_bridge(sub)
+    add_doctor(sub)

@@ -1,0 +1,54 @@
+"""`sessionvault hook session-start`: what Claude Code, Codex and Gemini CLI run on every
+session start. The fast path: `cli.main` hands `hook ...` here before building any other
+parser, and nothing heavier than the standard library is imported."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sessionvault.local import context
+from sessionvault.names import DEFAULT_URL, URL_ENV
+
+
+def _add_events(events: argparse._SubParsersAction) -> None:
+    p = events.add_parser(
+        "session-start",
+        help="print the latest session for this repo as start-up context",
+        description="Print the latest session for the current repo in the client's SessionStart "
+        "hook format. Always exits 0: on any problem it prints a short note instead.",
+    )
+    # A free string, not `choices`: a hook must never fail on its arguments.
+    p.add_argument(
+        "--client", default="claude-code", help=f"{', '.join(context.OUTPUT)} (default: claude-code)"
+    )
+    p.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    p.set_defaults(func=_run_session_start)
+
+
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:
+    """Register `sessionvault hook session-start [--client] [--url]`."""
+    p = subparsers.add_parser(
+        "hook",
+        help="commands that AI clients run as hooks",
+        description="Commands that AI clients run as hooks; install them with "
+        "`sessionvault connect <client> --apply --hooks`.",
+    )
+    _add_events(p.add_subparsers(dest="event", required=True, metavar="event"))
+
+
+def _run_session_start(args: argparse.Namespace) -> int:
+    try:
+        sys.stdout.write(context.session_start(args.client, args.url) + "\n")
+        sys.stdout.flush()
+    except BaseException:  # e.g. a closed stdout: still exit 0, never a traceback
+        pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`sessionvault hook ...` on its own: main(["session-start", "--client", "gemini"])."""
+    parser = argparse.ArgumentParser(prog="sessionvault hook")
+    _add_events(parser.add_subparsers(dest="event", required=True, metavar="event"))
+    args = parser.parse_args(argv)
+    return args.func(args)

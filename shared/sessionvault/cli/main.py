@@ -1,0 +1,43 @@
+"""The `sessionvault` command: run the server (embedded or against any DATABASE_URL), migrate,
+manage users and keys, and connect clients. With no DATABASE_URL every command uses the
+embedded database. This package only parses arguments and calls into the rest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sessionvault.errors import SessionVaultError
+
+
+def parser() -> argparse.ArgumentParser:
+    from sessionvault.cli import accounts, clients, hook, server
+
+    p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    server.add_parsers(sub)
+    accounts.add_parsers(sub)
+    clients.add_parsers(sub)
+    hook.add_parsers(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hook"]:  # the fast path: no parser of the heavy commands is even built
+        from sessionvault.cli import hook
+
+        return hook.main(argv[1:])
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except SessionVaultError as exc:
+        print(f"sessionvault: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Envelope encryption: per-user data keys (DEKs) wrapped by a master key (local) or by KMS."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sessionvault.core import crypto
+from sessionvault.errors import ConfigError
+from sessionvault.settings import is_placeholder
+
+
+@dataclass(frozen=True)
+class WrappedKey:
+    blob: bytes
+    key_id: str  # which master key or KMS key wrapped it: rotation re-wraps the others
+
+    @classmethod
+    def from_row(cls, row: Any) -> WrappedKey:
+        """From a `users` row (columns dek_wrapped, key_id)."""
+        return cls(bytes(row["dek_wrapped"]), row["key_id"])
+
+
+class KeyProvider(Protocol):
+    key_id: str
+
+    def generate_data_key(self, user_id: str) -> tuple[bytes, WrappedKey]:
+        """A fresh 32-byte DEK and its wrapped form, bound to user_id."""
+        ...
+
+    def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
+        """The plaintext DEK; fails if the blob was wrapped for another user."""
+        ...
+
+    def wrap(self, user_id: str, dek: bytes) -> WrappedKey:
+        """Wrap an existing DEK under this provider's current key (used by rotation)."""
+        ...
+
+
+def parse_master_key(raw: str) -> bytes:
+    """A 32-byte key given as base64 (standard or url-safe) or 64 hex characters."""
+    raw = raw.strip()
+    if is_placeholder(raw):
+        raise ConfigError("the master key is a placeholder (such as CHANGE_ME): generate a real one")
+    candidates = []
+    if len(raw) == 64:
+        with contextlib.suppress(ValueError):
+            candidates.append(bytes.fromhex(raw))
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        with contextlib.suppress(binascii.Error, ValueError):
+            candidates.append(decode(raw + "=" * (-len(raw) % 4)))
+    for key in candidates:
+        if len(key) == crypto.KEY_BYTES:
+            return key
+    raise ConfigError("the master key must be 32 bytes, as base64 or 64 hex characters")
+
+
+def _dek_aad(user_id: str) -> bytes:
+    return f"sessionvault/dek/v1\x1f{user_id}".encode()
+
+
+class LocalKeyProvider:
+    """Wraps DEKs with AES-256-GCM under a 32-byte master key held outside the database."""
+
+    def __init__(self, master_key: bytes) -> None:
+        if len(master_key) != crypto.KEY_BYTES:
+            raise ConfigError("the master key must be exactly 32 bytes")
+        self._master = master_key
+        self.key_id = "local:" + hashlib.sha256(master_key).hexdigest()[:16]
+
+    def wrap(self, user_id: str, dek: bytes) -> WrappedKey:
+        nonce, ct = crypto.seal(self._master, dek, _dek_aad(user_id))
+        return WrappedKey(nonce + ct, self.key_id)
+
+    def generate_data_key(self, user_id: str) -> tuple[bytes, WrappedKey]:
+        dek = os.urandom(crypto.KEY_BYTES)
+        return dek, self.wrap(user_id, dek)
+
+    def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
+        blob = wrapped.blob
+        nonce, ct = blob[: crypto.NONCE_BYTES], blob[crypto.NONCE_BYTES :]
+        return crypto.unseal(self._master, nonce, ct, _dek_aad(user_id))
+
+
+class KmsKeyProvider:
+    """KMS GenerateDataKey / Decrypt with an encryption context naming the user."""
+
+    def __init__(self, key_id: str, client: Any = None) -> None:
+        self.key_id = key_id
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:  # boto3 is heavy: only on the first request that needs KMS
+            import boto3
+
+            self._client = boto3.client("kms")
+        return self._client
+
+    @staticmethod
+    def _context(user_id: str) -> dict[str, str]:
+        return {"app": "sessionvault", "user_id": user_id}
+
+    def generate_data_key(self, user_id: str) -> tuple[bytes, WrappedKey]:
+        out = self.client.generate_data_key(
+            KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=self._context(user_id)
+        )
+        return out["Plaintext"], WrappedKey(out["CiphertextBlob"], out["KeyId"])
+
+    def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
+        out = self.client.decrypt(
+            CiphertextBlob=wrapped.blob,
+            EncryptionContext=self._context(user_id),
+            KeyId=wrapped.key_id,
+        )
+        return out["Plaintext"]
+
+    def wrap(self, user_id: str, dek: bytes) -> WrappedKey:
+        out = self.client.encrypt(KeyId=self.key_id, Plaintext=dek, EncryptionContext=self._context(user_id))
+        return WrappedKey(out["CiphertextBlob"], out["KeyId"])
+
+
+class DekCache:
+    """Unwrapped DEKs per process, bounded in size and age, so warm calls skip KMS."""
+
+    def __init__(self, provider: KeyProvider, max_entries: int = 256, ttl_s: float = 300.0) -> None:
+        self.provider = provider
+        self._max = max_entries
+        self._ttl = ttl_s
+        self._entries: OrderedDict[tuple[str, bytes], tuple[float, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
+        key = (user_id, wrapped.blob)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit and now - hit[0] < self._ttl:
+                self._entries.move_to_end(key)
+                return hit[1]
+        dek = self.provider.unwrap(user_id, wrapped)
+        with self._lock:
+            self._entries[key] = (now, dek)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        return dek
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,186 @@
+"""What the tools do: save, load, search, list and delete sessions for one authenticated user.
+Logic lives here; SQL lives in `store`; the tenant comes only from the Principal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sessionvault.core import crypto
+from sessionvault.core.budget import pack
+from sessionvault.core.cursor import decode_cursor, encode_cursor
+from sessionvault.core.embeddings import Embedder
+from sessionvault.core.keys import DekCache, WrappedKey
+from sessionvault.core.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadArgs, SaveArgs, SearchArgs
+from sessionvault.core.records import preview as make_preview
+from sessionvault.db import sessions as store
+from sessionvault.db.pool import Database
+from sessionvault.errors import ProviderUnavailable
+
+RELATED_LIMIT = 5
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, as established by the API key. Nothing a caller sends can change it."""
+
+    user_id: str
+    wrapped_dek: WrappedKey
+
+
+def embedding_text(record: Mapping[str, Any]) -> str:
+    """What a session means, for search: name, repo, summary and the lists, most telling first."""
+    parts = [record.get("name", ""), record.get("repo", ""), record.get("summary", "")]
+    for field in ("plan", "todos", "tried"):
+        parts += record.get(field, [])
+    parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
+    parts += [*record.get("errors", []), *record.get("files", [])]
+    return "\n".join(p for p in parts if p)
+
+
+def open_record(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """Decrypt a stored version; `row` has id (the session's), name, version, nonce, ciphertext."""
+    aad = crypto.session_aad(user_id, str(row["id"]), row["name"], row["version"])
+    return json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+
+
+class Vault:
+    def __init__(self, db: Database, keys: DekCache, embedder: Embedder, history_keep: int = 20):
+        self.db = db
+        self.keys = keys
+        self.embedder = embedder
+        self.history_keep = history_keep
+
+    def _dek(self, who: Principal) -> bytes:
+        return self.keys.unwrap(who.user_id, who.wrapped_dek)
+
+    def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
+        record = args.model_dump(mode="json")
+        # Embed before the transaction: a slow provider must not hold row locks.
+        vector = self.embedder.embed(embedding_text(record))
+        dek = self._dek(who)
+        with self.db.tenant(who.user_id) as conn:
+            head = store.upsert_head(
+                conn,
+                who.user_id,
+                name=args.name,
+                repo=args.repo,
+                preview=make_preview(args.summary),
+                client=args.client,
+                embedding=vector,
+                model=self.embedder.model,
+            )
+            record["saved_at"] = store.iso(head["updated_at"])
+            aad = crypto.session_aad(who.user_id, str(head["id"]), args.name, head["version"])
+            nonce, ct = crypto.seal(dek, json.dumps(record).encode(), aad)
+            store.insert_version(conn, who.user_id, head, nonce, ct, args.client, self.history_keep)
+        return {
+            "saved": True,
+            "name": args.name,
+            "version": head["version"],
+            "saved_at": record["saved_at"],
+            "embedded": vector is not None,
+        }
+
+    def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
+        dek = self._dek(who)
+        with self.db.tenant(who.user_id) as conn:
+            if args.name:
+                row = store.get_by_name(conn, who.user_id, args.name, args.version or None)
+            else:
+                row = store.get_latest_for_repo(conn, who.user_id, args.repo)
+            if row is None:
+                return _not_found(args)
+            record = open_record(dek, who.user_id, row)
+            out: dict[str, Any] = {
+                "found": True,
+                "name": row["name"],
+                "repo": record["repo"],
+                "version": row["version"],
+                "latest_version": row["head"],
+                "saved_at": record["saved_at"],
+                "client": record["client"],  # the authenticated copy, not the plaintext column
+            }
+            if args.mode == "brief":
+                out["summary"] = record["summary"]
+                return out
+            out.update({field: record[field] for field in RECORD_FIELDS})
+            out["versions"] = row["versions"]
+            if args.mode == "full":
+                out["related"] = self._related(conn, who, dek, row)
+        return out
+
+    def _related(self, conn: Any, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict]:
+        vector = store.embedding_of(conn, row["id"])
+        if vector is None or row["embedding_model"] != self.embedder.model:
+            return []
+        hits = store.nearest(
+            conn, who.user_id, vector, self.embedder.model, limit=RELATED_LIMIT, exclude_id=row["id"]
+        )
+        return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
+
+    def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
+        vector = self.embedder.embed(args.query)
+        if vector is None:
+            raise ProviderUnavailable(
+                "semantic search is unavailable: no embedding provider answered;"
+                " list_sessions and load_session still work"
+            )
+        dek = self._dek(who)
+        with self.db.tenant(who.user_id) as conn:
+            hits = store.nearest(
+                conn, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
+            )
+        return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens)
+
+    def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
+        after = decode_cursor(args.cursor)
+        with self.db.tenant(who.user_id) as conn:
+            rows = store.page(conn, who.user_id, args.repo, args.limit + 1, after)
+        shown = rows[: args.limit]
+        sessions = [
+            {
+                "name": r["name"],
+                "repo": r["repo"],
+                "preview": r["preview"],
+                "version": r["version"],
+                "client": r["client"],
+                "updated_at": store.iso(r["updated_at"]),
+            }
+            for r in shown
+        ]
+        more = len(rows) > args.limit
+        return {
+            "sessions": sessions,
+            "next_cursor": encode_cursor(shown[-1]["updated_at"], shown[-1]["id"]) if more else "",
+        }
+
+    def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
+        with self.db.tenant(who.user_id) as conn:
+            removed = store.delete(conn, who.user_id, args.name)
+        if removed is None:
+            return {"deleted": False, "found": False, "hint": "no session by that name"}
+        return {"deleted": True, "name": args.name, "versions_deleted": removed}
+
+
+def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hit["name"],
+        "repo": hit["repo"],
+        "score": round(1.0 - float(hit["distance"]), 4),
+        "version": hit["version"],
+        "saved_at": record["saved_at"],
+        "summary": record["summary"],
+    }
+
+
+def _not_found(args: LoadArgs) -> dict[str, Any]:
+    if args.name:
+        what = f"no session named {args.name!r}"
+        if args.version:
+            what += f" at version {args.version}"
+    else:
+        what = f"no session for repo {args.repo!r}" if args.repo else "no sessions saved yet"
+    return {"found": False, "hint": what + "; call list_sessions to see what is saved"}

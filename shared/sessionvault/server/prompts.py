@@ -1,0 +1,73 @@
+"""MCP prompts that show up as slash commands: `handoff` saves the work, `resume` picks it up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import types
+
+from sessionvault.errors import ValidationFailed
+
+_REPO_ARG = types.PromptArgument(
+    name="repo", description="Repository identity (git remote, else folder name)", required=False
+)
+
+PROMPTS = [
+    types.Prompt(
+        name="handoff",
+        description="Save the current work as a session another AI client can continue",
+        arguments=[
+            _REPO_ARG,
+            types.PromptArgument(name="name", description="Session name", required=False),
+        ],
+    ),
+    types.Prompt(
+        name="resume",
+        description="Load the latest session for this repo and continue from it",
+        arguments=[_REPO_ARG],
+    ),
+]
+
+
+def handoff_text(repo: str, name: str) -> str:
+    where = f" for repo {repo!r}" if repo else " (repo = git remote, else the top folder name)"
+    named = f"Use the name {name!r}." if name else "Pick a short kebab-case name for this work."
+    return (
+        f"Hand off the current work{where} by calling save_session. {named}\n"
+        "Fill it from this conversation, concretely enough that another AI can continue cold:\n"
+        "- summary: where things stand, in a few sentences\n"
+        "- plan: the remaining steps\n"
+        "- decisions: each decision with its reason\n"
+        "- files: the paths that matter\n"
+        "- errors: errors seen and whether they are fixed\n"
+        "- tried: what was tried and what happened, so nobody repeats it\n"
+        "- todos: the next steps, most urgent first\n"
+        "- client: your client's name\n"
+        "Then reply with the saved name and version."
+    )
+
+
+def resume_text(repo: str) -> str:
+    where = f"repo {repo!r}" if repo else "this repo (git remote, else the top folder name)"
+    return (
+        f"Call load_session with repo set to {where} and no name. If found, present the summary, "
+        "plan, decisions and next steps briefly, say which client saved it and when, and ask "
+        "which next step to take. If not found, say so and offer list_sessions."
+    )
+
+
+async def on_list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=PROMPTS)
+
+
+async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    args = params.arguments or {}
+    repo = args.get("repo", "")
+    if params.name == "handoff":
+        text = handoff_text(repo, args.get("name", ""))
+    elif params.name == "resume":
+        text = resume_text(repo)
+    else:
+        raise ValidationFailed(f"unknown prompt {params.name!r}; available: handoff, resume")
+    message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+    return types.GetPromptResult(description=params.name, messages=[message])

@@ -1,0 +1,171 @@
+"""The five MCP tools: compact hand-checked schemas from the pydantic models, one dispatcher."""
+
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import cache, partial
+from typing import Any
+
+import anyio.to_thread
+import psycopg
+import psycopg.errors
+from mcp import types
+from mcp.server.lowlevel import Server
+
+import sessionvault
+from sessionvault.core import records
+from sessionvault.core.vault import Principal, Vault
+from sessionvault.errors import ErrorClass, VaultError
+from sessionvault.server import prompts
+from sessionvault.server.schema import compact_schema
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """SessionVault hands work over between AI clients.
+- At the start of work in a repo, call load_session with repo (no name) to pick up the last handoff.
+- Before stopping, switching tools, or when asked to hand off, call save_session: summary, plan,
+  decisions with reasons, files, errors, what was tried, next steps (todos). Reuse the name to
+  add a version; earlier versions stay loadable.
+- search_sessions finds past sessions by meaning; list_sessions lists names."""
+
+
+@dataclass
+class CallState:
+    """Per-request facts shared between the HTTP layer and the tool dispatcher."""
+
+    principal: Principal
+    tool: str = ""
+    error_class: ErrorClass | None = None
+
+
+current_call: ContextVar[CallState] = ContextVar("sessionvault_call")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args: type[records.Strict]
+    run: Callable[[Vault, Principal, Any], dict[str, Any]]
+    hints: dict[str, bool] = field(default_factory=dict)
+
+    def definition(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=compact_schema(self.args),
+            annotations=types.ToolAnnotations(open_world_hint=False, **self.hints),
+        )
+
+
+READ_ONLY = {"read_only_hint": True}
+
+TOOLS = [
+    ToolSpec(
+        "save_session",
+        "Save the current work session so another AI client can continue it. "
+        "Same name = new version; earlier versions are kept. Returns name, version, saved_at.",
+        records.SaveArgs,
+        Vault.save,
+        {"destructive_hint": False, "idempotent_hint": False},
+    ),
+    ToolSpec(
+        "load_session",
+        "Load a session exactly: by name, or with no name the latest one for repo. "
+        "Never guesses: found=false if absent.",
+        records.LoadArgs,
+        Vault.load,
+        READ_ONLY,
+    ),
+    ToolSpec(
+        "search_sessions",
+        "Find saved sessions by meaning (semantic search), best first.",
+        records.SearchArgs,
+        Vault.search,
+        READ_ONLY,
+    ),
+    ToolSpec(
+        "list_sessions",
+        "List saved sessions, newest first, with a short preview.",
+        records.ListArgs,
+        Vault.list,
+        READ_ONLY,
+    ),
+    ToolSpec(
+        "delete_session",
+        "Delete a session and all its versions. Cannot be undone.",
+        records.DeleteArgs,
+        Vault.delete,
+        {"destructive_hint": True, "idempotent_hint": True},
+    ),
+]
+_BY_NAME = {spec.name: spec for spec in TOOLS}
+TOOL_NAMES = frozenset(_BY_NAME)
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    state = current_call.get()
+    state.tool = name
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        state.error_class = "validation"
+        return _error(f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
+    try:
+        args = records.parse(spec.args, arguments)
+        result = await anyio.to_thread.run_sync(partial(spec.run, vault, state.principal, args))
+    except VaultError as exc:
+        state.error_class = exc.error_class
+        return _error(str(exc))
+    except psycopg.errors.QueryCanceled:
+        state.error_class = "timeout"
+        return _error("the request took too long and was cancelled; try again")
+    except psycopg.Error as exc:
+        state.error_class = "db"
+        log.error("database error in tool", extra={"tool": name, "error_type": type(exc).__name__})
+        return _error("the database could not complete this request; try again")
+    except Exception as exc:  # a bug: record where, never the message (it may hold the caller's data)
+        state.error_class = "internal"
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        log.error("tool failed", extra={"tool": name, "error_type": type(exc).__name__, "frames": frames})
+        return _error("internal error")
+    text = json.dumps(result, ensure_ascii=False)  # the same form estimate_tokens counts
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=result
+    )
+
+
+@cache
+def definitions() -> tuple[types.Tool, ...]:
+    """Built once per process: the SDK asks for them on every tools/list (and, on the
+    2026-07-28 protocol, to check each tools/call's parameters)."""
+    return tuple(spec.definition() for spec in TOOLS)
+
+
+def build_server(vault: Vault) -> Server:
+    schemas = {tool.name: tool.input_schema for tool in definitions()}
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(definitions()))
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call_tool(vault, params.name, params.arguments)
+
+    return Server(
+        "sessionvault",
+        version=sessionvault.__version__,
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_prompts=prompts.on_list_prompts,
+        on_get_prompt=prompts.on_get_prompt,
+    )

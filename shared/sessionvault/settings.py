@@ -1,0 +1,179 @@
+"""Settings, built in one place (`Settings.from_env`). Where values come from is the only
+difference between the modes: the environment everywhere, plus Secrets Manager inside Lambda
+(`from_lambda`) or the embedded database's state folder on a laptop (`sessionvault.local`).
+A missing or placeholder value stops the start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sessionvault.errors import ConfigError
+from sessionvault.names import HOME_ENV
+
+# Whole values (or their obvious stems) only: a random key or salt must never match by chance.
+_PLACEHOLDER_STEMS = ("change_me", "changeme", "change-me", "placeholder", "replace_me", "replace-me")
+_PLACEHOLDER_VALUES = {"todo", "tbd", "secret", "password", "none", "null", "example", "test"}
+
+
+def is_placeholder(value: str) -> bool:
+    """True for values that were obviously never filled in (CHANGE_ME, your-key-here, xxxx...)."""
+    lowered = value.strip().lower()
+    return (
+        not lowered
+        or lowered in _PLACEHOLDER_VALUES
+        or lowered.startswith(("your-", "your_", "<"))
+        or any(stem in lowered for stem in _PLACEHOLDER_STEMS)
+        or len(set(lowered)) == 1
+    )
+
+
+def default_home() -> Path:
+    return Path(os.environ.get(HOME_ENV, Path.home() / ".sessionvault")).expanduser()
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "")
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = field(repr=False)
+    key_provider: str = "local"  # local | kms
+    master_key: str = field(default="", repr=False)  # local provider, or master_key_file
+    master_key_file: Path | None = None
+    kms_key_id: str = ""
+    audit_salt: str = field(default="", repr=False)
+    embeddings: str = "none"  # openai | local | none
+    openai_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
+    openai_model: str = "text-embedding-3-small"
+    embed_timeout_s: float = 10.0
+    rate_per_minute: int = 60
+    rate_per_day: int = 1000
+    history_keep: int = 20  # previous versions kept per session, besides the head
+    audit_retention_days: int = 90
+    max_body_bytes: int = 1_048_576
+    allowed_hosts: tuple[str, ...] = field(default=("127.0.0.1:*", "localhost:*", "[::1]:*"))
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, check: bool = True, **overrides: object
+    ) -> Settings:
+        """From `env` (default: the process environment); `overrides` are values that came from
+        elsewhere (secrets, the embedded database) and win over the environment."""
+        env = dict(os.environ if env is None else env)
+        hosts = env.get("SESSIONVAULT_ALLOWED_HOSTS", "")
+        values: dict[str, object] = {
+            "database_url": env.get("DATABASE_URL", ""),
+            "key_provider": env.get("SESSIONVAULT_KEY_PROVIDER", "local"),
+            "master_key": env.get("SESSIONVAULT_MASTER_KEY", ""),
+            "kms_key_id": env.get("SESSIONVAULT_KMS_KEY_ID", ""),
+            "audit_salt": env.get("SESSIONVAULT_AUDIT_SALT", ""),
+            "embeddings": env.get("SESSIONVAULT_EMBEDDINGS", "none"),
+            "openai_api_key": env.get("OPENAI_API_KEY", ""),
+            "openai_base_url": env.get("OPENAI_BASE_URL", ""),
+            "openai_model": env.get("SESSIONVAULT_OPENAI_MODEL", "text-embedding-3-small"),
+            "rate_per_minute": _int(env, "SESSIONVAULT_RATE_PER_MINUTE", 60),
+            "rate_per_day": _int(env, "SESSIONVAULT_RATE_PER_DAY", 1000),
+            "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
+            "audit_retention_days": _int(env, "SESSIONVAULT_AUDIT_RETENTION_DAYS", 90),
+        }
+        if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
+            values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])
+        if hosts:
+            values["allowed_hosts"] = tuple(h.strip() for h in hosts.split(",") if h.strip())
+        values.update(overrides)
+        settings = cls(**values)  # type: ignore[arg-type]
+        if check:
+            settings.check()
+        return settings
+
+    def problems(self) -> dict[str, str]:
+        """Every unusable setting (all of them, not just the first), by field name."""
+        found: dict[str, str] = {}
+        if not self.database_url or is_placeholder(self.database_url):
+            found["database_url"] = "DATABASE_URL is missing"
+        if self.key_provider not in ("local", "kms"):
+            found["key_provider"] = (
+                f"SESSIONVAULT_KEY_PROVIDER must be local or kms, not {self.key_provider!r}"
+            )
+        if self.key_provider == "local" and not (self.master_key or self.master_key_file):
+            found["master_key"] = "SESSIONVAULT_MASTER_KEY or SESSIONVAULT_MASTER_KEY_FILE is missing"
+        if self.key_provider == "kms" and is_placeholder(self.kms_key_id):
+            found["kms_key_id"] = "SESSIONVAULT_KMS_KEY_ID is missing or a placeholder"
+        if is_placeholder(self.audit_salt) or len(self.audit_salt) < 16:
+            found["audit_salt"] = "SESSIONVAULT_AUDIT_SALT is missing, a placeholder or under 16 characters"
+        if self.embeddings not in ("openai", "local", "none"):
+            found["embeddings"] = (
+                f"SESSIONVAULT_EMBEDDINGS must be openai, local or none, not {self.embeddings!r}"
+            )
+        if self.embeddings == "openai" and not self.openai_base_url and is_placeholder(self.openai_api_key):
+            found["openai_api_key"] = (
+                "OPENAI_API_KEY is missing or a placeholder (needed for openai embeddings)"
+            )
+        return found
+
+    def check(self) -> None:
+        found = self.problems()
+        if found:
+            raise ConfigError("; ".join(found.values()))
+
+
+# Inside Lambda: Settings field -> the environment variable naming the secret that holds it.
+SECRETS = {
+    "database_url": "SESSIONVAULT_DATABASE_URL_SECRET",
+    "audit_salt": "SESSIONVAULT_AUDIT_SALT_SECRET",
+    "openai_api_key": "SESSIONVAULT_OPENAI_KEY_SECRET",
+}
+OPTIONAL_SECRETS = {"openai_api_key"}
+
+
+def fetch_secret(name: str) -> str:
+    """A Secrets Manager value through Powertools Parameters (cached per container)."""
+    from aws_lambda_powertools.utilities import parameters
+
+    return str(parameters.get_secret(name, max_age=300)).strip()
+
+
+def from_lambda(env: Mapping[str, str] | None = None, fetch: Callable[[str], str] = fetch_secret) -> Settings:
+    """Plain values from the environment, secrets from Secrets Manager. A cold start with any
+    missing or placeholder setting logs one structured line per problem and refuses to serve."""
+    from sessionvault import telemetry
+
+    env = dict(os.environ if env is None else env)
+    values: dict[str, object] = {}
+    problems: dict[str, str] = {}
+    for name, var in SECRETS.items():
+        secret = env.get(var, "")
+        if not secret:
+            if name not in OPTIONAL_SECRETS:
+                problems[name] = f"{var} is not set"
+            continue
+        try:
+            values[name] = fetch(secret)
+        except Exception as exc:  # the message could carry the secret's ARN: keep the type only
+            problems[name] = f"{var}: the secret could not be read ({type(exc).__name__})"
+    try:
+        settings = Settings.from_env(env, check=False, **values)
+    except ConfigError as exc:  # a malformed number: report it like every other problem
+        problems["environment"] = str(exc)
+    else:
+        for name, problem in settings.problems().items():
+            problems.setdefault(name, problem)  # one line per setting, naming what to fix
+    if problems:
+        for problem in problems.values():
+            telemetry.logger().error("configuration problem", extra={"problem": problem})
+        raise ConfigError(f"refusing to serve: {len(problems)} configuration problem(s), see the log")
+    return settings
