@@ -62,6 +62,9 @@ class Settings:
     embed_timeout_s: float = 10.0
     rate_per_minute: int = 60
     rate_per_day: int = 1000
+    # initialize, notifications, ping and the list calls: their own budget, so a client's
+    # start-up never eats its tool budget (per minute only)
+    protocol_rate_per_minute: int = 600
     history_keep: int = 20  # previous versions kept per session, besides the head
     audit_retention_days: int = 90
     max_body_bytes: int = 1_048_576
@@ -87,6 +90,7 @@ class Settings:
             "openai_model": env.get("SESSIONVAULT_OPENAI_MODEL", "text-embedding-3-small"),
             "rate_per_minute": _int(env, "SESSIONVAULT_RATE_PER_MINUTE", 60),
             "rate_per_day": _int(env, "SESSIONVAULT_RATE_PER_DAY", 1000),
+            "protocol_rate_per_minute": _int(env, "SESSIONVAULT_PROTOCOL_RATE_PER_MINUTE", 600),
             "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
             "audit_retention_days": _int(env, "SESSIONVAULT_AUDIT_RETENTION_DAYS", 90),
         }

@@ -23,6 +23,8 @@ class RequestLog:
     auth_reason: str = ""  # why a key was refused: logged here, never sent to the caller
     failure: str = ""  # an exception's type name, never its message (messages carry secrets)
     latency_ms: int = 0
+    audit_id: int | None = None  # the row admission wrote; None: the request never got that far
+    admitted: bool = False
 
     @property
     def outcome(self) -> str:

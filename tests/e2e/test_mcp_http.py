@@ -127,15 +127,19 @@ def raw_post(url, body, key=None, **headers):
 
 
 LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+LIST_SESSIONS = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {}}}
+).encode()
 
 
-def audit_rows(url: str, sql: str, *params, expect: int) -> list:
-    """The audit row is written just after the response is sent: wait for it briefly."""
+def audit_rows(url: str, sql: str, *params, expect: int, settled=lambda rows: True) -> list:
+    """Admission writes the row before the tool runs; a call that then fails marks it just
+    after the response is sent: wait briefly for the rows (and for them to be `settled`)."""
     deadline = time.monotonic() + 5
     while True:
         with psycopg.connect(url, row_factory=dict_row) as conn:
             rows = conn.execute(sql, params).fetchall()
-        if len(rows) >= expect or time.monotonic() > deadline:
+        if (len(rows) >= expect and settled(rows)) or time.monotonic() > deadline:
             return rows
         time.sleep(0.05)
 
@@ -180,10 +184,13 @@ def test_rate_limited_requests_get_429_with_retry_after(pg):
     user = make_user(rt)
     try:
         with ServerThread(rt) as s:
-            statuses = [raw_post(s.url, LIST_TOOLS, user.key) for _ in range(3)]
+            statuses = [raw_post(s.url, LIST_SESSIONS, user.key) for _ in range(3)]
+            handshake = [raw_post(s.url, LIST_TOOLS, user.key) for _ in range(5)]
     finally:
         rt.close()
     assert [r.status_code for r in statuses] == [200, 200, 429]
+    # protocol messages have their own budget: a client's start-up never eats its tool calls
+    assert [r.status_code for r in handshake] == [200] * 5
     limited = statuses[-1]
     assert 1 <= int(limited.headers["retry-after"]) <= 60
     assert limited.json()["window"] == "minute" and limited.json()["limit"] == 2
@@ -202,7 +209,11 @@ def test_each_request_leaves_one_audit_row_without_pii(server, runtime, pg):
     ).encode()
     raw_post(server.url, bad, user.key)
     rows = audit_rows(
-        pg.owner_url, "SELECT * FROM audit_events WHERE user_id = %s ORDER BY id", user.id, expect=2
+        pg.owner_url,
+        "SELECT * FROM audit_events WHERE user_id = %s ORDER BY id",
+        user.id,
+        expect=2,
+        settled=lambda rows: rows[-1]["outcome"] == "error",
     )
     assert [(r["tool"], r["outcome"], r["error_class"]) for r in rows] == [
         ("tools/list", "ok", None),
@@ -234,7 +245,9 @@ def test_errors_the_sdk_answers_are_audited_as_errors(server, runtime, pg):
     reply = raw_post(server.url, unknown, user.key)
     assert "error" in reply.json()
     sql = "SELECT tool, outcome, error_class FROM audit_events WHERE user_id = %s"
-    rows = audit_rows(pg.owner_url, sql, user.id, expect=1)
+    rows = audit_rows(
+        pg.owner_url, sql, user.id, expect=1, settled=lambda rows: rows[0]["outcome"] == "error"
+    )
     assert [(r["tool"], r["outcome"], r["error_class"]) for r in rows] == [("other", "error", "validation")]
 
 

@@ -1,5 +1,11 @@
-"""template.yaml: structure checks on the parsed template (fast, no AWS, no network), then the
-SAM CLI itself (`sam validate --lint`, `sam build`) with checks on the built artifacts.
+"""template.yaml: its invariants checked on the parsed template (fast, no AWS, no network), then
+the SAM CLI itself (`sam validate --lint`, `sam build`) with checks on the built artifacts.
+
+Invariants, not values: least privilege (IAM, the KMS key policy, log groups), secrets passed by
+name and never by value, each function's database role matched to its secret, no trigger on the
+admin function, pinned dependencies, no variable that no code reads, and a SharedCodeLayer that
+carries the Lambda side only. Defaults (rates, retention, secret names) are the operator's to
+choose and are not restated here.
 
 The SAM tests are marked `slow` and skip when no SAM CLI is found. The CLI is looked for as
 $SAM_CLI (a path to `sam`), then `sam` on PATH, then the `samcli` module in this interpreter.
@@ -27,6 +33,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
+PACKAGE = ROOT / "shared" / "sessionvault"
 LOCK = ROOT / "infrastructure" / "layers" / "dependencies" / "requirements.txt"
 
 FUNCTIONS = {
@@ -160,16 +167,27 @@ def test_three_functions_on_python311_with_handlers(template):
 def test_every_function_gets_both_layers(template):
     layers = resources(template, "AWS::Serverless::LayerVersion")
     assert set(layers) == set(LAYERS)
-    for name, layer in layers.items():
-        assert layer["Metadata"] == {"BuildMethod": RUNTIME, "BuildArchitecture": "x86_64"}, name
+    for layer in layers.values():
         assert layer["Properties"]["CompatibleRuntimes"] == [RUNTIME]
         assert (ROOT / layer["Properties"]["ContentUri"]).is_dir()
-    assert (ROOT / "infrastructure/layers/dependencies/requirements.txt").is_file()
-    shared = template["Resources"]["SharedCodeLayer"]["Properties"]["ContentUri"]
-    assert shared.rstrip("/") == "shared"
-    assert (ROOT / "shared/sessionvault/__init__.py").is_file()
+    deps = layers["DependenciesLayer"]
+    assert deps["Metadata"]["BuildMethod"] == RUNTIME  # pip, from the lock next to it
+    assert (ROOT / deps["Properties"]["ContentUri"] / "requirements.txt").resolve() == LOCK
     for name in FUNCTIONS:
         assert [ref(x) for x in fn_props(template, name)["Layers"]] == list(LAYERS)
+
+
+def test_shared_code_layer_is_built_by_its_makefile(template):
+    """A makefile build, so the layer can leave the laptop side out (the python3.11 workflow
+    copies the whole folder); `sam build` runs the target build-<logical id>."""
+    layer = template["Resources"]["SharedCodeLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    makefile = ROOT / layer["Properties"]["ContentUri"] / "Makefile"
+    assert makefile.is_file(), f"{makefile} is missing"
+    text = makefile.read_text()
+    assert re.search(r"^build-SharedCodeLayer:", text, flags=re.M), "no build-SharedCodeLayer target"
+    assert "$(ARTIFACTS_DIR)/python/" in text, "the layer's code must land under python/"
+    assert (makefile.parent / "sessionvault" / "__init__.py").is_file()
 
 
 def _normalize(name: str) -> str:
@@ -278,30 +296,59 @@ def test_no_secret_values_in_environment_or_parameters(template):
             assert key not in env_of(template, name), f"{name} sets {key} in plain text"
 
 
-def test_environment_contract(template):
-    wanted = {
-        "SESSIONVAULT_MODE": "lambda",
-        "SESSIONVAULT_KEY_PROVIDER": "kms",
-        "POWERTOOLS_SERVICE_NAME": "sessionvault",
-        "POWERTOOLS_METRICS_NAMESPACE": "SessionVault",
-    }
+def test_functions_wrap_data_keys_with_the_stack_kms_key(template):
     for name in FUNCTIONS:
         env = env_of(template, name)
-        for var, value in wanted.items():
-            assert env[var] == value, (name, var)
+        assert env["SESSIONVAULT_KEY_PROVIDER"] == "kms", f"{name} would look for a local master key"
         assert env["SESSIONVAULT_KMS_KEY_ID"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
-        assert ref(env["SESSIONVAULT_AUDIT_SALT_SECRET"]) == "AuditSaltSecretName"
+
+
+def test_operator_limits_reach_the_functions(template):
+    for name in FUNCTIONS:
+        env = env_of(template, name)
         assert ref(env["SESSIONVAULT_RATE_PER_MINUTE"]) == "RatePerMinute"
         assert ref(env["SESSIONVAULT_RATE_PER_DAY"]) == "RatePerDay"
-    assert template["Parameters"]["RatePerMinute"]["Default"] == 60
-    assert template["Parameters"]["RatePerDay"]["Default"] == 1000
-    assert template["Parameters"]["AuditRetentionDays"]["Default"] == 90
     maint = env_of(template, "MaintenanceFunction")
     assert ref(maint["SESSIONVAULT_AUDIT_RETENTION_DAYS"]) == "AuditRetentionDays"
-    assert ref(env_of(template, "McpFunction")["SESSIONVAULT_EMBEDDINGS"]) == "Embeddings"
-    assert "SESSIONVAULT_OPENAI_KEY_SECRET" in env_of(template, "McpFunction")
-    assert "SESSIONVAULT_OPENAI_KEY_SECRET" in maint
-    assert "SESSIONVAULT_PUBLIC_URL" in env_of(template, "McpFunction")
+    # The functions that embed text get the embeddings switch and the OpenAI key's secret.
+    for name in ("McpFunction", "MaintenanceFunction"):
+        assert ref(env_of(template, name)["SESSIONVAULT_EMBEDDINGS"]) == "Embeddings"
+        assert "SESSIONVAULT_OPENAI_KEY_SECRET" in env_of(template, name)
+
+
+def lambda_side_source() -> str:
+    """The code that runs in Lambda: the handlers and sessionvault minus the laptop side."""
+    files = [*ROOT.glob("functions/*/handler.py")]
+    files += [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in ("local", "cli")]
+    return "\n".join(p.read_text() for p in files)
+
+
+def powertools_source() -> str:
+    """Powertools reads its POWERTOOLS_* settings itself (the names are in its constants)."""
+    import aws_lambda_powertools.shared.constants as constants
+
+    return Path(constants.__file__).read_text()
+
+
+def test_every_environment_variable_the_template_sets_is_read_by_the_code(template):
+    source = lambda_side_source() + powertools_source()
+    unread = {
+        (name, var)
+        for name in FUNCTIONS
+        for var in env_of(template, name)
+        if not re.search(rf"[\"']{re.escape(var)}[\"']", source)
+    }
+    assert not unread, f"set in template.yaml but read by no Lambda-side code: {sorted(unread)}"
+
+
+def test_every_parameter_and_condition_is_used(template):
+    text = json.dumps({k: v for k, v in template.items() if k not in ("Parameters", "Metadata")})
+    for pname in template["Parameters"]:
+        assert re.search(rf'"Ref": "{pname}"|\$\{{{pname}\}}', text), f"parameter {pname} is unused"
+    for cname in template.get("Conditions", {}):
+        others = json.dumps({k: v for k, v in template.items() if k != "Conditions"})
+        others += json.dumps({k: v for k, v in template["Conditions"].items() if k != cname})
+        assert f'"{cname}"' in others, f"condition {cname} is unused"
 
 
 # Which database role each function connects as: the parameter naming its URL secret.
@@ -313,11 +360,6 @@ DATABASE_URL_SECRET = {
 
 
 def test_each_function_connects_as_its_database_role(template):
-    params = template["Parameters"]
-    assert params["DatabaseUrlSecretName"]["Default"] == "sessionvault/database-url"
-    assert params["AdminDatabaseUrlSecretName"]["Default"] == "sessionvault/admin-database-url"
-    pattern = params["DatabaseUrlSecretName"]["AllowedPattern"]
-    assert params["AdminDatabaseUrlSecretName"]["AllowedPattern"] == pattern
     for name, param in DATABASE_URL_SECRET.items():
         assert ref(env_of(template, name)["SESSIONVAULT_DATABASE_URL_SECRET"]) == param, name
     # The admin and maintenance functions set it themselves, over the Globals default.
@@ -350,19 +392,27 @@ def test_http_api_routes(template):
     assert timeout < 30, "API Gateway gives up after 30 s"
 
 
-def test_maintenance_schedules(template):
+def _minutes(schedule: str) -> int:
+    m = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", schedule)
+    assert m, f"{schedule}: expected rate(N unit)"
+    return int(m[1]) * {"minute": 1, "hour": 60, "day": 1440}[m[2].rstrip("s")]
+
+
+def test_every_maintenance_task_is_scheduled_and_never_overlaps_itself(template):
+    from sessionvault.jobs.maintenance import TASKS
+
     events = template["Resources"]["MaintenanceFunction"]["Properties"]["Events"]
     schedules = {}
     for event in events.values():
         assert event["Type"] == "Schedule"
         props = event["Properties"]
-        schedules[json.loads(props["Input"])["task"]] = props["Schedule"]
-    assert schedules == {
-        "prune_rate_limits": "rate(15 minutes)",
-        "prune_audit": "rate(1 day)",
-        "reembed": "rate(10 minutes)",
-    }
-    assert fn_props(template, "MaintenanceFunction")["Timeout"] < 600, "reembed would overlap"
+        schedules[json.loads(props["Input"])["task"]] = props
+    assert set(schedules) == set(TASKS)
+    timeout = fn_props(template, "MaintenanceFunction")["Timeout"]
+    for task, props in schedules.items():
+        assert timeout < 60 * _minutes(props["Schedule"]), f"{task} would overlap its next run"
+    # Re-embedding runs only when there is an embedding provider.
+    assert schedules["reembed"]["State"] == {"Fn::If": ["EmbeddingsOn", "ENABLED", "DISABLED"]}
 
 
 def _key_statements(template) -> dict[str, dict[str, Any]]:
@@ -441,7 +491,6 @@ def test_roles_read_only_their_secrets(template):
 def test_vpc_config_only_when_subnets_and_groups_are_given(template):
     has_vpc = json.dumps(template["Conditions"]["HasVpc"])
     assert "SubnetIds" in has_vpc and "SecurityGroupIds" in has_vpc
-    assert template["Parameters"]["DatabaseKind"]["AllowedValues"] == ["Neon", "RDS"]
     for name in FUNCTIONS:
         vpc = fn_props(template, name)["VpcConfig"]["Fn::If"]
         assert vpc[0] == "HasVpc" and vpc[2] == {"Ref": "AWS::NoValue"}
@@ -451,11 +500,10 @@ def test_vpc_config_only_when_subnets_and_groups_are_given(template):
         assert role["Properties"]["ManagedPolicyArns"]["Fn::If"][0] == "HasVpc"
 
 
-def test_outputs(template):
+def test_outputs_point_at_the_mcp_route_the_admin_function_and_the_key(template):
     outputs = template["Outputs"]
-    assert outputs["McpUrl"]["Value"] == {
-        "Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.amazonaws.com/mcp"
-    }
+    mcp_url = outputs["McpUrl"]["Value"]["Fn::Sub"]
+    assert mcp_url.startswith("https://${HttpApi}.") and mcp_url.endswith("/mcp")
     assert ref(outputs["AdminFunctionName"]["Value"]) == "AdminFunction"
     assert outputs["KmsKeyArn"]["Value"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
 
@@ -613,3 +661,35 @@ def test_built_layers_import_in_a_bare_python311(built):
             timeout=120,
         )
         assert out.returncode == 0 and "ok" in out.stdout, f"{function}: {out.stderr[-2000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_built_shared_code_layer_carries_the_lambda_side_only(built):
+    """The makefile build ships the package with its migrations and without the laptop side."""
+    tpl = load_template(built / "template.yaml")
+    python = built / tpl["Resources"]["SharedCodeLayer"]["Properties"]["ContentUri"] / "python"
+    package = python / "sessionvault"
+    assert (package / "db" / "sql" / "0001_core.sql").is_file()
+    assert (package / "server" / "app.py").is_file()
+    assert not (package / "local").exists(), "sessionvault/local is laptop-only"
+    assert not (package / "cli").exists(), "sessionvault/cli is laptop-only"
+    assert sorted(p.name for p in (package / "db" / "sql").glob("*.sql")) == sorted(
+        p.name for p in (PACKAGE / "db" / "sql").glob("*.sql")
+    )
+    assert [p.name for p in python.iterdir()] == ["sessionvault"]
+    # The migrations are found through importlib.resources from the layer, as in Lambda.
+    code = (
+        "from sessionvault.db.migrations import migration_files, migrations_dir\n"
+        "print(' '.join(f.name for f in migration_files(migrations_dir())))\n"
+    )
+    path = os.pathsep.join(str(d) for d in built_layer_dirs(built, "MaintenanceFunction"))
+    out = subprocess.run(
+        [shutil.which(RUNTIME) or RUNTIME, "-S", "-c", code],
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0001_core.sql" in out.stdout.split()

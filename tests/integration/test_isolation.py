@@ -24,10 +24,10 @@ def test_rls_is_enabled_and_forced_on_every_tenant_table(pg):
     with psycopg.connect(pg.app_url) as conn:
         rows = conn.execute(
             "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class WHERE relname = ANY(%s)",
-            (["sessions", "session_versions", "rate_limit_events", "audit_events"],),
+            (["sessions", "session_versions", "rate_counters", "audit_events"],),
         ).fetchall()
     assert sorted(rows) == sorted(
-        (t, True, True) for t in ("sessions", "session_versions", "rate_limit_events", "audit_events")
+        (t, True, True) for t in ("sessions", "session_versions", "rate_counters", "audit_events")
     )
 
 
@@ -51,8 +51,8 @@ def test_raw_select_in_a_tenant_transaction_sees_only_that_tenant(runtime):
 def test_with_no_tenant_set_neither_role_sees_any_tenants_rows(runtime, pg):
     _save(runtime, make_user(runtime).principal, "someone")
     readable = {
-        pg.app_url: ("sessions", "session_versions", "rate_limit_events"),
-        pg.admin_url: ("sessions", "session_versions", "rate_limit_events", "audit_events"),
+        pg.app_url: ("sessions", "session_versions", "rate_counters"),
+        pg.admin_url: ("sessions", "session_versions", "rate_counters", "audit_events"),
     }
     for url, tables in readable.items():
         with psycopg.connect(url) as conn:
@@ -66,16 +66,16 @@ def test_with_no_tenant_set_neither_role_sees_any_tenants_rows(runtime, pg):
 
 def test_the_app_role_cannot_write_into_another_tenant(runtime):
     alice, bob = make_user(runtime), make_user(runtime)
-    with runtime.db.tenant(alice.id) as conn:
-        try:
-            conn.execute(
-                "INSERT INTO sessions (user_id, name, preview, version) VALUES (%s, 'planted', '', 1)",
-                (bob.id,),
-            )
-        except psycopg.errors.InsufficientPrivilege as exc:
-            assert "row-level security" in str(exc)
-        else:
-            raise AssertionError("RLS let alice write a row owned by bob")
+    # A tenant transaction is pipelined: the refusal surfaces when the block's flight returns.
+    refused = pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security")
+    with refused, runtime.db.tenant(alice.id) as conn:
+        conn.execute(
+            "INSERT INTO sessions (user_id, name, preview, version) VALUES (%s, 'planted', '', 1)",
+            (bob.id,),
+        )
+    with admin_db().tenant(bob.id) as conn:
+        cur = conn.execute("SELECT count(*) AS n FROM sessions WHERE name = 'planted'")
+    assert cur.fetchone()["n"] == 0  # and nothing of it was committed
 
 
 def test_tools_cannot_reach_another_users_sessions(runtime):
@@ -111,7 +111,8 @@ def test_the_app_role_cannot_mint_users_or_keys_or_erase_the_audit_trail(runtime
         ("UPDATE api_keys SET revoked_at = NULL WHERE user_id = %s", (who.id,)),
         ("UPDATE api_keys SET key_hash = '\\x00' WHERE user_id = %s", (who.id,)),
         ("DELETE FROM audit_events WHERE user_id = %s", (who.id,)),
-        ("DELETE FROM rate_limit_events WHERE user_id = %s", (who.id,)),
+        ("DELETE FROM rate_counters WHERE user_id = %s", (who.id,)),
+        ("UPDATE audit_events SET tool = 'x' WHERE user_id = %s", (who.id,)),
     ]
     for sql, params in forbidden:
         with pytest.raises(psycopg.errors.InsufficientPrivilege), runtime.db.tenant(who.id) as conn:

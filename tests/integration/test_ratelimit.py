@@ -1,11 +1,20 @@
-"""The sliding window is atomic: concurrent requests cannot slip past the limit."""
+"""Admission: the rate limit is atomic (concurrent requests cannot slip past it), costs the
+same whatever the volume, and keeps tool calls and protocol messages on separate budgets."""
 
 from concurrent.futures import ThreadPoolExecutor
 
-from sessionvault.db import ratelimit
+from sessionvault.core import apikeys
+from sessionvault.db import admission
+from sessionvault.db.admission import Limits
 from sessionvault.db.pool import Database
 
 from ..conftest import admin_db, make_user
+
+
+def admit(db, who, limits, budget="tool"):
+    return admission.admit(
+        db, apikeys.digest(who.key), budget, limits, request_id="r", tool="t", ip_hash=None, ua_hash=None
+    )
 
 
 def test_fifty_concurrent_requests_against_a_limit_of_ten_admit_exactly_ten(runtime, pg):
@@ -13,42 +22,65 @@ def test_fifty_concurrent_requests_against_a_limit_of_ten_admit_exactly_ten(runt
     db = Database(pg.app_url, min_size=10, max_size=25)
     try:
         with ThreadPoolExecutor(max_workers=25) as pool:
-            verdicts = list(pool.map(lambda _: ratelimit.check(db, who.id, 10, 1000), range(50)))
+            verdicts = list(pool.map(lambda _: admit(db, who, Limits(10, 1000)), range(50)))
     finally:
         db.close()
-    assert sum(v.allowed for v in verdicts) == 10
-    refused = [v for v in verdicts if not v.allowed]
-    assert {v.window for v in refused} == {"minute"}
+    assert sum(v.status == "ok" for v in verdicts) == 10
+    refused = [v for v in verdicts if v.status != "ok"]
+    assert {(v.status, v.window) for v in refused} == {("rate_limited", "minute")}
     assert all(1 <= v.retry_after_s <= 60 for v in refused)
 
 
 def test_the_day_window_applies_too(runtime):
     who = make_user(runtime)
-    verdicts = [ratelimit.check(runtime.db, who.id, 100, 3) for _ in range(5)]
-    assert [v.allowed for v in verdicts] == [True, True, True, False, False]
+    verdicts = [admit(runtime.db, who, Limits(100, 3)) for _ in range(5)]
+    assert [v.status for v in verdicts] == ["ok", "ok", "ok", "rate_limited", "rate_limited"]
     assert verdicts[-1].window == "day" and verdicts[-1].limit == 3
 
 
 def test_when_both_windows_are_full_retry_after_points_past_the_day(runtime):
     who = make_user(runtime)
-    assert ratelimit.check(runtime.db, who.id, 1, 1).allowed
-    refused = ratelimit.check(runtime.db, who.id, 1, 1)
-    assert (refused.window, refused.allowed) == ("day", False)
+    assert admit(runtime.db, who, Limits(1, 1)).status == "ok"
+    refused = admit(runtime.db, who, Limits(1, 1))
+    assert (refused.window, refused.status) == ("day", "rate_limited")
     assert refused.retry_after_s > 3600
 
 
 def test_limits_are_per_user(runtime):
     a, b = make_user(runtime), make_user(runtime)
-    assert ratelimit.check(runtime.db, a.id, 1, 10).allowed
-    assert not ratelimit.check(runtime.db, a.id, 1, 10).allowed
-    assert ratelimit.check(runtime.db, b.id, 1, 10).allowed
+    assert admit(runtime.db, a, Limits(1, 10)).status == "ok"
+    assert admit(runtime.db, a, Limits(1, 10)).status == "rate_limited"
+    assert admit(runtime.db, b, Limits(1, 10)).status == "ok"
 
 
-def test_events_older_than_a_day_are_pruned(runtime):
+def test_protocol_messages_spend_their_own_budget_not_the_tool_budget(runtime):
     who = make_user(runtime)
+    for _ in range(5):
+        assert admit(runtime.db, who, Limits(100, 0), budget="protocol").status == "ok"
+    assert admit(runtime.db, who, Limits(1, 10)).status == "ok"  # the tool budget is untouched
+    assert admit(runtime.db, who, Limits(1, 10)).status == "rate_limited"
+
+
+def test_a_check_reads_a_bounded_number_of_counter_rows_whatever_the_volume(runtime):
+    who = make_user(runtime)
+    for _ in range(300):
+        admit(runtime.db, who, Limits(10_000, 100_000))
     with runtime.db.tenant(who.id) as conn:
-        conn.execute(
-            "INSERT INTO rate_limit_events (user_id, at) VALUES (%s, now() - interval '2 days')", (who.id,)
+        cur = conn.execute(
+            "SELECT count(*) AS n, sum(hits) AS hits FROM rate_counters WHERE user_id = %s", (who.id,)
         )
-    assert ratelimit.prune(admin_db(), who.id) == 1  # pruning is the maintenance job's, as admin
-    assert ratelimit.prune(admin_db(), who.id) == 0
+    row = cur.fetchone()
+    # a minute slot every 5 s and a day slot every hour: 300 fast calls land in a handful of rows
+    assert row["hits"] == 600 and row["n"] <= 6
+
+
+def test_counter_slots_older_than_a_day_are_pruned(runtime):
+    who = make_user(runtime)
+    with admin_db().tenant(who.id) as conn:
+        conn.execute(
+            "INSERT INTO rate_counters (user_id, budget, span, slot, hits)"
+            " VALUES (%s, 'tool', 'day', now() - interval '2 days', 5)",
+            (who.id,),
+        )
+    assert admission.prune(admin_db(), who.id) == 1  # pruning is the maintenance job's, as admin
+    assert admission.prune(admin_db(), who.id) == 0

@@ -52,7 +52,7 @@ def test_disable_and_delete_user_with_all_their_data(aws, pg):
             "api_keys",
             "sessions",
             "session_versions",
-            "rate_limit_events",
+            "rate_counters",
             "audit_events",
         ):
             column = "id" if table == "users" else "user_id"
@@ -91,7 +91,8 @@ def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime
     uid = user["user_id"]
     with psycopg.connect(pg.owner_url) as conn:
         conn.execute(
-            "INSERT INTO rate_limit_events (user_id, at) VALUES (%s, now() - interval '3 days'), (%s, now())",
+            "INSERT INTO rate_counters (user_id, budget, span, slot, hits)"
+            " VALUES (%s, 'tool', 'day', now() - interval '3 days', 1), (%s, 'tool', 'day', now(), 1)",
             (uid, uid),
         )
         conn.execute(

@@ -1,5 +1,5 @@
 """What the tools do: save, load, search, list and delete sessions for one authenticated user.
-Logic lives here; SQL lives in `store`; the tenant comes only from the Principal."""
+Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Principal."""
 
 from __future__ import annotations
 
@@ -61,63 +61,56 @@ class Vault:
         # Embed before the transaction: a slow provider must not hold row locks.
         vector = self.embedder.embed(embedding_text(record))
         dek = self._dek(who)
-        with self.db.tenant(who.user_id) as conn:
-            head = store.upsert_head(
-                conn,
-                who.user_id,
-                name=args.name,
-                repo=args.repo,
-                preview=make_preview(args.summary),
-                client=args.client,
-                embedding=vector,
-                model=self.embedder.model,
-            )
-            record["saved_at"] = store.iso(head["updated_at"])
-            aad = crypto.session_aad(who.user_id, str(head["id"]), args.name, head["version"])
-            nonce, ct = crypto.seal(dek, json.dumps(record).encode(), aad)
-            store.insert_version(conn, who.user_id, head, nonce, ct, args.client, self.history_keep)
+        head = store.Head(
+            args.name, args.repo, make_preview(args.summary), args.client, vector, self.embedder.model
+        )
+
+        def seal(row: dict[str, Any]) -> tuple[bytes, bytes]:
+            record["saved_at"] = store.iso(row["updated_at"])
+            aad = crypto.session_aad(who.user_id, str(row["id"]), args.name, row["version"])
+            return crypto.seal(dek, json.dumps(record).encode(), aad)
+
+        row = store.save(self.db, who.user_id, head, seal, self.history_keep)
         return {
             "saved": True,
             "name": args.name,
-            "version": head["version"],
+            "version": row["version"],
             "saved_at": record["saved_at"],
             "embedded": vector is not None,
         }
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
         dek = self._dek(who)
-        with self.db.tenant(who.user_id) as conn:
-            if args.name:
-                row = store.get_by_name(conn, who.user_id, args.name, args.version or None)
-            else:
-                row = store.get_latest_for_repo(conn, who.user_id, args.repo)
-            if row is None:
-                return _not_found(args)
-            record = open_record(dek, who.user_id, row)
-            out: dict[str, Any] = {
-                "found": True,
-                "name": row["name"],
-                "repo": record["repo"],
-                "version": row["version"],
-                "latest_version": row["head"],
-                "saved_at": record["saved_at"],
-                "client": record["client"],  # the authenticated copy, not the plaintext column
-            }
-            if args.mode == "brief":
-                out["summary"] = record["summary"]
-                return out
-            out.update({field: record[field] for field in RECORD_FIELDS})
-            out["versions"] = row["versions"]
-            if args.mode == "full":
-                out["related"] = self._related(conn, who, dek, row)
+        if args.name:
+            row = store.get_by_name(self.db, who.user_id, args.name, args.version or None)
+        else:
+            row = store.get_latest_for_repo(self.db, who.user_id, args.repo)
+        if row is None:
+            return _not_found(args)
+        record = open_record(dek, who.user_id, row)
+        out: dict[str, Any] = {
+            "found": True,
+            "name": row["name"],
+            "repo": record["repo"],
+            "version": row["version"],
+            "latest_version": row["head"],
+            "saved_at": record["saved_at"],
+            "client": record["client"],  # the authenticated copy, not the plaintext column
+        }
+        if args.mode == "brief":
+            out["summary"] = record["summary"]
+            return out
+        out.update({field: record[field] for field in RECORD_FIELDS})
+        out["versions"] = row["versions"]
+        if args.mode == "full":
+            out["related"] = self._related(who, dek, row)
         return out
 
-    def _related(self, conn: Any, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict]:
-        vector = store.embedding_of(conn, row["id"])
-        if vector is None or row["embedding_model"] != self.embedder.model:
+    def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
+        if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
             return []
-        hits = store.nearest(
-            conn, who.user_id, vector, self.embedder.model, limit=RELATED_LIMIT, exclude_id=row["id"]
+        hits = store.related(
+            self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
         return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
 
@@ -129,16 +122,14 @@ class Vault:
                 " list_sessions and load_session still work"
             )
         dek = self._dek(who)
-        with self.db.tenant(who.user_id) as conn:
-            hits = store.nearest(
-                conn, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
-            )
+        hits = store.nearest(
+            self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
+        )
         return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
-        with self.db.tenant(who.user_id) as conn:
-            rows = store.page(conn, who.user_id, args.repo, args.limit + 1, after)
+        rows = store.page(self.db, who.user_id, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
         sessions = [
             {
@@ -158,8 +149,7 @@ class Vault:
         }
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
-        with self.db.tenant(who.user_id) as conn:
-            removed = store.delete(conn, who.user_id, args.name)
+        removed = store.delete(self.db, who.user_id, args.name)
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}

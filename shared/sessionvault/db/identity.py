@@ -15,26 +15,6 @@ from sessionvault.errors import AccountError
 
 Row = dict[str, Any]
 
-_KEY_LOOKUP = """
-WITH k AS (
-    SELECT k.id, k.user_id, k.revoked_at, u.disabled_at, u.dek_wrapped, u.key_id
-    FROM api_keys k JOIN users u ON u.id = k.user_id
-    WHERE k.key_hash = %(hash)s
-), touched AS (
-    -- last_used_at at minute resolution: one write a minute, not one per request
-    UPDATE api_keys SET last_used_at = now()
-    WHERE id = (SELECT id FROM k WHERE revoked_at IS NULL AND disabled_at IS NULL)
-      AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-)
-SELECT * FROM k
-"""
-
-
-def key_owner(db: Database, key: str) -> Row | None:
-    """The key's row joined with its user (revoked_at, disabled_at, dek_wrapped, key_id)."""
-    with db.identity() as conn:
-        return conn.execute(_KEY_LOOKUP, {"hash": apikeys.digest(key)}).fetchone()
-
 
 def create_user(db: Database, provider: KeyProvider, name: str) -> str:
     user_id = str(uuid.uuid4())
@@ -146,6 +126,6 @@ def disable_user(db: Database, user_id: str) -> None:
 def delete_user(db: Database, user_id: str) -> None:
     """Remove the user and everything they own: sessions, versions, keys, limits, audit rows."""
     with db.tenant(user_id) as conn:
-        for table in ("session_versions", "sessions", "rate_limit_events", "audit_events"):
+        for table in ("session_versions", "sessions", "rate_counters", "audit_events"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         conn.execute("DELETE FROM users WHERE id = %s", (user_id,))

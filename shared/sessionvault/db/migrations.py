@@ -29,6 +29,8 @@ def migrations_dir() -> Source:
 
 
 def migration_files(folder: Source) -> list[Source]:
+    if not folder.is_dir():
+        raise ConfigError(f"no migrations folder at {folder}: the package is incomplete")
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     if not files:
         raise ConfigError(f"no migrations found in {folder}: the package is incomplete")

@@ -1,51 +1,83 @@
-"""Connections: a small pool, reused across warm calls, checked on checkout, tenant set per transaction."""
+"""Connections: a small pool reused across warm calls, and the two kinds of transaction.
+
+Round trips, not statements, decide latency on Lambda (every one is a hop to Neon's pooler or
+RDS), so a tenant transaction is pipelined: BEGIN, the tenant setting, the statements queued
+in the block and COMMIT go out together; only a result fetched inside the block costs a flight
+of its own. No health check on checkout: a connection that died while a Lambda was frozen is
+found on first use (`first_use`) and replaced."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 from uuid import UUID
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+T = TypeVar("T")
+Connection = psycopg.Connection[dict[str, Any]]
 
-def _configure(conn: psycopg.Connection) -> None:
+_SET_TENANT = "SELECT set_config('app.user_id', %s, true)"
+
+
+def _configure(conn: Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(conn)
-    conn.commit()
 
 
 class Database:
-    """One pool per process. `prepare_threshold=None` keeps it safe behind transaction-mode
-    PgBouncer (Neon's pooled endpoint, RDS Proxy); `check` re-opens connections broken while a
-    Lambda container was frozen."""
+    """One pool per process. Connections are in autocommit mode (a lone statement is its own
+    transaction, with no BEGIN/COMMIT round trips); `prepare_threshold=None` keeps them safe
+    behind transaction-mode PgBouncer (Neon's pooled endpoint, RDS Proxy)."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 5.0) -> None:
         # Fail within seconds when the database is away: well inside API Gateway's 29 s.
-        self.pool = ConnectionPool(
+        self.pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
-            kwargs={"prepare_threshold": None, "row_factory": dict_row, "connect_timeout": 5},
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": None,
+                "row_factory": dict_row,
+                "connect_timeout": 5,
+            },
             configure=_configure,
-            check=ConnectionPool.check_connection,
             open=False,
         )
         self.pool.open(wait=False)
 
-    @contextmanager
-    def tenant(self, user_id: UUID | str) -> Iterator[psycopg.Connection]:
-        """A transaction in which RLS sees only `user_id`'s rows (the setting dies with it)."""
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('app.user_id', %s, true)", (str(user_id),))
-            yield conn
+    def first_use(self, fn: Callable[[Connection], T]) -> T:
+        """`fn` on a pooled connection, once more on a fresh one if the first was found dead
+        (closed by the server or a pooler while idle). Only for a request's first statement:
+        a connection that broke before answering it committed nothing."""
+        conn: Connection | None = None
+        try:
+            with self.pool.connection() as conn:
+                return fn(conn)
+        except psycopg.OperationalError:
+            if conn is None or not (conn.broken or conn.closed):
+                raise  # a live connection's error (a timeout, say) is the answer, not a reason to retry
+        with self.pool.connection() as conn:
+            return fn(conn)
 
     @contextmanager
-    def identity(self) -> Iterator[psycopg.Connection]:
+    def tenant(self, user_id: UUID | str) -> Iterator[Connection]:
+        """A pipelined transaction in which RLS sees only `user_id`'s rows (the setting dies
+        with it). Fetch results after the block to keep the whole transaction one flight."""
+        with self.pool.connection() as conn, conn.pipeline():
+            conn.execute("BEGIN")
+            conn.execute(_SET_TENANT, (str(user_id),))
+            yield conn
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def identity(self) -> Iterator[Connection]:
         """A transaction with no tenant: only the identity plane (users, api_keys) is visible."""
         with self.pool.connection() as conn, conn.transaction():
             yield conn

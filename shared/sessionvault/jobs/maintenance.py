@@ -11,7 +11,7 @@ from typing import Any
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.core.vault import Principal, embedding_text, open_record
-from sessionvault.db import audit, backfill, identity, ratelimit
+from sessionvault.db import admission, audit, backfill, identity
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def prune_rate_limits(rt: Runtime) -> dict[str, int]:
-    return {"deleted": sum(ratelimit.prune(rt.db, u["id"]) for u in identity.users(rt.db))}
+    return {"deleted": sum(admission.prune(rt.db, u["id"]) for u in identity.users(rt.db))}
 
 
 def prune_audit(rt: Runtime) -> dict[str, int]:

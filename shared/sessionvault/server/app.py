@@ -6,7 +6,6 @@ where a lifespan would run on every invocation."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import anyio.to_thread
@@ -17,15 +16,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
-from sessionvault.core.vault import Principal
-from sessionvault.db import audit, ratelimit
+from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import auth
 from sessionvault.server.edge import (
-    UNAUTHORIZED,
     UNAVAILABLE,
     answered_with_error,
+    budget_of,
     headers_of,
     method_of,
     read_json,
@@ -84,9 +82,12 @@ class SessionVaultApp:
     ) -> None:
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
-        who = await self._authenticate(headers.get("authorization"), log)
-        log.user_id = who.user_id
-        await self._admit(who)
+        authorization = headers.get("authorization")
+        try:
+            who = await anyio.to_thread.run_sync(auth.admit, self.rt, authorization, budget_of(payload), log)
+        except DB_ERRORS as exc:
+            log.failure = type(exc).__name__
+            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
         state = CallState(principal=who)
         token = current_call.set(state)
         try:
@@ -94,35 +95,6 @@ class SessionVaultApp:
         finally:
             current_call.reset(token)
         log.error_class = state.error_class or answered_with_error(log.status, reply)
-
-    async def _authenticate(self, authorization: str | None, log: telemetry.RequestLog) -> Principal:
-        try:
-            outcome = await anyio.to_thread.run_sync(auth.authenticate, self.rt.db, authorization)
-        except DB_ERRORS as exc:
-            log.failure = type(exc).__name__
-            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
-        if outcome.principal is None:
-            log.auth_reason = outcome.reason
-            raise Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": "Bearer"})
-        return outcome.principal
-
-    async def _admit(self, who: Principal) -> None:
-        settings = self.rt.settings
-        try:
-            verdict = await anyio.to_thread.run_sync(
-                ratelimit.check, self.rt.db, who.user_id, settings.rate_per_minute, settings.rate_per_day
-            )
-        except DB_ERRORS:
-            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
-        if not verdict.allowed:
-            body = {
-                "error": "rate_limited",
-                "window": verdict.window,
-                "limit": verdict.limit,
-                "retry_after": verdict.retry_after_s,
-            }
-            retry = {"Retry-After": str(verdict.retry_after_s)}
-            raise Refused(429, json.dumps(body).encode(), "rate_limit", retry)
 
     async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
         """Hand the (already read) body to the SDK; returns the status and the reply body."""
@@ -157,8 +129,13 @@ class SessionVaultApp:
         return status, bytes(reply)
 
     def _record(self, log: telemetry.RequestLog) -> None:
+        """The audit row, where admission did not write it already (no extra round trip on
+        the common path), then the log line."""
         try:
-            audit.record(self.rt.db, log, self.rt.settings.audit_salt)
+            if log.audit_id is None:
+                audit.record(self.rt.db, log, self.rt.settings.audit_salt)
+            elif log.admitted and log.error_class and log.user_id:
+                audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
         telemetry.emit(log)

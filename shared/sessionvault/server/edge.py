@@ -10,6 +10,7 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from sessionvault.db.admission import Budget
 from sessionvault.errors import ErrorClass, Refused
 
 UNAUTHORIZED = json.dumps({"error": "unauthorized"}).encode()
@@ -55,6 +56,14 @@ def method_of(payload: Any, tools: Collection[str]) -> str:
     return method if isinstance(method, str) and method in PROTOCOL_METHODS else "other"
 
 
+def budget_of(payload: Any) -> Budget:
+    """Tool calls (and batches, which may hold them) spend the tool budget; the rest of the
+    protocol (initialize, notifications, ping, list calls, prompts/get) its own."""
+    if isinstance(payload, dict) and payload.get("method") != "tools/call":
+        return "protocol"
+    return "tool"
+
+
 def headers_of(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
@@ -69,7 +78,8 @@ async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tu
     """The body, capped while it streams in, and its JSON."""
     too_big = Refused(413, jsonrpc_error(-32600, f"request body exceeds {limit} bytes"), "validation")
     declared = headers.get("content-length") or "0"
-    if not declared.isdigit():
+    # ASCII digits only (isdigit alone admits "²"), and few enough for int() to take.
+    if not (declared.isascii() and declared.isdigit() and len(declared) <= 20):
         raise Refused(400, jsonrpc_error(-32600, "invalid Content-Length"), "validation")
     if int(declared) > limit:
         raise too_big
@@ -87,7 +97,7 @@ async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tu
     body = b"".join(chunks)
     try:
         return body, json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (ValueError, RecursionError):  # bad UTF-8 or JSON, huge integers, deep nesting
         raise Refused(
             400, jsonrpc_error(-32700, "parse error: body is not valid JSON"), "validation"
         ) from None

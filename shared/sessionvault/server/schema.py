@@ -17,9 +17,13 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 return walk(defs[node["$ref"].rsplit("/", 1)[-1]])
-            return {k: walk(v) for k, v in node.items() if k != "title"}
+            return {k: fields(v) if k == "properties" else walk(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [walk(v) for v in node]
         return node
+
+    def fields(properties: dict[str, Any]) -> dict[str, Any]:
+        # Property names are data, not keywords: a field named "title" stays.
+        return {name: walk(spec) for name, spec in properties.items()}
 
     return walk(schema)

@@ -1,7 +1,7 @@
 from sessionvault.core.embeddings import LocalEmbedder, NoEmbedder, OpenAIEmbedder, from_settings
 from sessionvault.settings import Settings
 
-from ..conftest import free_port
+from ...conftest import free_port
 
 
 def test_an_unreachable_provider_yields_no_vector_instead_of_an_error():

@@ -1,114 +1,23 @@
-"""Client configs: documented shapes, file locations, and safe idempotent edits.
-
-The expected shapes below are written out by hand from each client's documentation (see
-docs/clients.md) rather than derived from `CLIENTS`, so a wrong spec fails here.
-"""
+"""Applying a client config: safe, idempotent edits that keep the user's file as it was."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import stat
-import sys
 import tomllib
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from sessionvault.cli.clients import add_connect
 from sessionvault.errors import ConfigFileError
 from sessionvault.local.connect.files import apply
-from sessionvault.local.connect.registry import CLIENTS, config_path, render
+from sessionvault.local.connect.registry import config_path
 
-URL = "http://127.0.0.1:8765/mcp"
-KEY = "sv-test-key"
+from .documented import ENV_FORM, KEY, LITERAL, URL, parse
+
 T1 = datetime(2026, 1, 2, 3, 4, 5)
 T2 = datetime(2026, 1, 2, 3, 4, 9)
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-# client -> (top-level key, entry) with the literal key written into the file.
-LITERAL: dict[str, tuple[str, dict[str, Any]]] = {
-    "claude-code": ("mcpServers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
-    "claude-desktop": (
-        "mcpServers",
-        {"command": "sessionvault", "args": ["bridge", "--url", URL], "env": {"SESSIONVAULT_API_KEY": KEY}},
-    ),
-    "cursor": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
-    "vscode": ("servers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
-    "windsurf": ("mcpServers", {"serverUrl": URL, "headers": bearer(KEY)}),
-    "codex": ("mcp_servers", {"url": URL, "http_headers": bearer(KEY)}),
-    "gemini": ("mcpServers", {"httpUrl": URL, "headers": bearer(KEY)}),
-    "opencode": ("mcp", {"type": "remote", "enabled": True, "url": URL, "headers": bearer(KEY)}),
-    "zed": ("context_servers", {"url": URL, "headers": bearer(KEY)}),
-    "cline": (
-        "mcpServers",
-        {"type": "streamableHttp", "disabled": False, "url": URL, "headers": bearer(KEY)},
-    ),
-}
-
-# Clients that can read SESSIONVAULT_API_KEY themselves, in their own syntax.
-ENV_FORM: dict[str, dict[str, Any]] = {
-    "claude-code": {"type": "http", "url": URL, "headers": bearer("${SESSIONVAULT_API_KEY}")},
-    "cursor": {"url": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
-    "vscode": {"type": "http", "url": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
-    "windsurf": {"serverUrl": URL, "headers": bearer("${env:SESSIONVAULT_API_KEY}")},
-    "codex": {"url": URL, "bearer_token_env_var": "SESSIONVAULT_API_KEY"},
-    "gemini": {"httpUrl": URL, "headers": bearer("$SESSIONVAULT_API_KEY")},
-    "opencode": {
-        "type": "remote",
-        "url": URL,
-        "headers": bearer("{env:SESSIONVAULT_API_KEY}"),
-        "enabled": True,
-    },
-}
-NO_ENV = sorted(set(LITERAL) - set(ENV_FORM))
-
-LINUX_PATHS = {
-    "claude-code": "./.mcp.json",
-    "claude-desktop": "~/.config/Claude/claude_desktop_config.json",
-    "cursor": "~/.cursor/mcp.json",
-    "vscode": "~/.config/Code/User/mcp.json",
-    "windsurf": "~/.codeium/windsurf/mcp_config.json",
-    "codex": "~/.codex/config.toml",
-    "gemini": "~/.gemini/settings.json",
-    "opencode": "~/.config/opencode/opencode.json",
-    "zed": "~/.config/zed/settings.json",
-    "cline": "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-}
-MAC_APP = "~/Library/Application Support"
-MAC_PATHS = {
-    **LINUX_PATHS,
-    "claude-desktop": f"{MAC_APP}/Claude/claude_desktop_config.json",
-    "vscode": f"{MAC_APP}/Code/User/mcp.json",
-    "cline": f"{MAC_APP}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-}
-
-
-def parse(client: str, text: str) -> dict[str, Any]:
-    return tomllib.loads(text) if client == "codex" else json.loads(text)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture(autouse=True)
-def _linux(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "platform", "linux")
 
 
 def backups(path: Path) -> list[Path]:
@@ -117,73 +26,6 @@ def backups(path: Path) -> list[Path]:
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-# --- render -------------------------------------------------------------------------------
-
-
-def test_registry_covers_the_required_clients() -> None:
-    assert set(CLIENTS) == set(LITERAL)
-
-
-@pytest.mark.parametrize("client", sorted(LITERAL))
-def test_render_literal_key_matches_documented_shape(client: str) -> None:
-    container, entry = LITERAL[client]
-    assert parse(client, render(client, URL, KEY, use_env=False)) == {container: {"sessionvault": entry}}
-
-
-@pytest.mark.parametrize("client", sorted(ENV_FORM))
-def test_render_env_form_keeps_the_key_out_of_the_text(client: str) -> None:
-    text = render(client, URL, KEY, use_env=True)
-    assert KEY not in text
-    container, _ = LITERAL[client]
-    assert parse(client, text) == {container: {"sessionvault": ENV_FORM[client]}}
-    # The env form needs no key at hand: the client resolves it when it starts.
-    assert render(client, URL, None, use_env=True) == text
-
-
-@pytest.mark.parametrize("client", NO_ENV)
-def test_clients_without_env_support_write_the_key_or_refuse(client: str) -> None:
-    assert render(client, URL, KEY, use_env=True) == render(client, URL, KEY, use_env=False)
-    with pytest.raises(ConfigFileError, match="API key"):
-        render(client, URL, None, use_env=True)
-
-
-def test_codex_snippet_is_the_table_users_paste() -> None:
-    assert render("codex", URL, None, use_env=True) == (
-        f'[mcp_servers.sessionvault]\nurl = "{URL}"\nbearer_token_env_var = "SESSIONVAULT_API_KEY"\n'
-    )
-
-
-def test_literal_form_without_a_key_is_refused() -> None:
-    with pytest.raises(ConfigFileError, match="API key"):
-        render("cursor", URL, None, use_env=False)
-
-
-def test_unknown_client_is_refused() -> None:
-    with pytest.raises(ConfigFileError, match="unknown client"):
-        render("notepad", URL, KEY, use_env=False)
-
-
-# --- config_path ----------------------------------------------------------------------------
-
-
-def _expected_path(spelled: str, home: Path, cwd: Path) -> Path:
-    base, rest = (home, spelled[2:]) if spelled.startswith("~/") else (cwd, spelled[2:])
-    return base / rest
-
-
-@pytest.mark.parametrize("client", sorted(LINUX_PATHS))
-def test_config_path_on_linux(client: str, home: Path, cwd: Path) -> None:
-    expected = _expected_path(LINUX_PATHS[client], home, cwd)
-    assert config_path(client, home=home, cwd=cwd) == expected
-
-
-@pytest.mark.parametrize("client", sorted(MAC_PATHS))
-def test_config_path_on_macos(client: str, home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "platform", "darwin")
-    expected = _expected_path(MAC_PATHS[client], home, cwd)
-    assert config_path(client, home=home, cwd=cwd) == expected
 
 
 # --- apply ----------------------------------------------------------------------------------
@@ -443,71 +285,3 @@ def test_apply_refuses_files_it_cannot_edit_safely(content: str, home: Path, cwd
         apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
     assert path.read_text() == content
     assert backups(path) == []
-
-
-# --- CLI --------------------------------------------------------------------------------------
-
-
-def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="sessionvault")
-    add_connect(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
-
-
-def test_cli_defaults() -> None:
-    args = _parse(["connect", "cursor"])
-    assert (args.client, args.url, args.key, args.apply, args.use_env) == (
-        "cursor",
-        URL,
-        None,
-        False,
-        True,
-    )
-    assert not _parse(["connect", "cursor", "--no-env"]).use_env
-
-
-def test_cli_rejects_unknown_client() -> None:
-    with pytest.raises(SystemExit):
-        _parse(["connect", "notepad"])
-
-
-def test_cli_prints_the_snippet(capsys: pytest.CaptureFixture[str]) -> None:
-    args = _parse(["connect", "windsurf", "--url", "http://h:1/mcp"])
-    assert args.func(args) == 0
-    assert capsys.readouterr().out == render("windsurf", "http://h:1/mcp", None, use_env=True)
-
-
-def test_cli_key_defaults_to_the_environment(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("SESSIONVAULT_API_KEY", "from-env")
-    args = _parse(["connect", "zed"])
-    assert args.func(args) == 0
-    assert '"Authorization": "Bearer from-env"' in capsys.readouterr().out
-
-
-def test_cli_apply_writes_and_reports_path_and_backup(
-    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
-    path = cwd / ".mcp.json"
-    path.write_text('{\n  "mcpServers": {}\n}\n')
-    args = _parse(["connect", "claude-code", "--apply"])
-    assert args.func(args) == 0
-    out = capsys.readouterr().out
-    assert f"updated: {path}" in out
-    assert "backup: " in out
-    assert json.loads(path.read_text())["mcpServers"]["sessionvault"] == ENV_FORM["claude-code"]
-    assert args.func(args) == 0
-    assert f"already up to date: {path}" in capsys.readouterr().out
-
-
-def test_cli_missing_key_is_an_error_not_a_traceback(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
-    args = _parse(["connect", "claude-desktop"])
-    assert args.func(args) == 2
-    assert "API key" in capsys.readouterr().err

@@ -1,0 +1,275 @@
+"""The import boundary between where code runs, read statically from the source (ast, nothing
+is imported): the Lambda functions must reach nothing from the laptop side (sessionvault.local,
+sessionvault.cli), which the SharedCodeLayer does not even carry, and the sessionvault modules
+must not import each other in a cycle at module level.
+
+The Lambda walk starts at each functions/*/handler.py and follows every sessionvault import
+transitively: module level, inside functions, under `if TYPE_CHECKING:` (stricter than what
+runs), relative imports, `from package import submodule`, and importlib.import_module("...")
+with a literal name. The cycle check follows only what runs at import time: module-level
+imports (class bodies and if/try/with blocks included), not those inside functions or under
+`if TYPE_CHECKING:`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT / "shared"
+PACKAGE = "sessionvault"
+LAPTOP_SIDE = ("sessionvault.local", "sessionvault.cli")
+HANDLERS = sorted((ROOT / "functions").glob("*/handler.py"))
+
+
+# ---------------------------------------------------------------- reading imports
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A source root holding the package (shared/ here; a temporary one in the self-tests)."""
+
+    root: Path
+    package: str = PACKAGE
+
+    def path_of(self, module: str) -> Path | None:
+        base = self.root.joinpath(*module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def is_package(self, module: str) -> bool:
+        path = self.path_of(module)
+        return path is not None and path.name == "__init__.py"
+
+    def modules(self) -> list[str]:
+        found = []
+        for path in sorted((self.root / self.package).rglob("*.py")):
+            parts = path.relative_to(self.root).with_suffix("").parts
+            found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+        return found
+
+    def ours(self, module: str) -> bool:
+        return module == self.package or module.startswith(self.package + ".")
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _statements(body: Iterable[ast.stmt], *, runtime_only: bool) -> Iterator[ast.AST]:
+    """Every node to look at for imports. runtime_only: what runs when the module is imported
+    (no function bodies, no `if TYPE_CHECKING:` branch); otherwise the whole tree."""
+    for node in body:
+        if not runtime_only:
+            yield from ast.walk(node)
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _statements(node.orelse, runtime_only=True)
+            continue
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(node, field, None) or []:
+                inner = child.body if isinstance(child, (ast.ExceptHandler, ast.match_case)) else [child]
+                yield from _statements(inner, runtime_only=True)
+
+
+def _absolute(tree: Tree, module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module if tree.is_package(module) else module.rpartition(".")[0]
+    base = package.split(".")
+    if node.level > 1:
+        base = base[: -(node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(tree: Tree, source: Path, module: str, *, runtime_only: bool) -> set[str]:
+    """The package's modules that `source` (the module `module`, or "" for a handler) imports.
+    `from X import a` counts X, plus X.a when a is a submodule; when every name is a submodule,
+    X itself is only their parent package, reached without an edge of its own."""
+    found: set[str] = set()
+    parsed = ast.parse(source.read_text(), filename=str(source))
+    for node in _statements(parsed.body, runtime_only=runtime_only):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(tree, module, node)
+            subs = {f"{base}.{a.name}" for a in node.names if tree.path_of(f"{base}.{a.name}")}
+            found.update(subs)
+            if len(subs) < len(node.names):
+                found.add(base)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Attribute, ast.Name))
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return {m for m in found if tree.ours(m)}
+
+
+def with_parents(module: str) -> list[str]:
+    """Importing a.b.c runs a/__init__ and a/b/__init__ first."""
+    parts = module.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def reached_from(tree: Tree, entry: Path) -> dict[str, str]:
+    """Every package module reached from `entry`, each with the module that first imported it."""
+    seen: dict[str, str] = {}
+    todo = [(m, entry.name) for m in imports_of(tree, entry, "", runtime_only=False)]
+    while todo:
+        module, importer = todo.pop()
+        for name in with_parents(module):
+            if name in seen:
+                continue
+            seen[name] = importer
+            path = tree.path_of(name)
+            assert path is not None, f"{importer} imports {name}, which is not in {tree.root}"
+            todo.extend((m, name) for m in imports_of(tree, path, name, runtime_only=False))
+    return seen
+
+
+def import_graph(tree: Tree) -> dict[str, set[str]]:
+    """Module-level (import-time) edges among the package's modules."""
+    graph = {}
+    for module in tree.modules():
+        path = tree.path_of(module)
+        assert path is not None
+        targets = imports_of(tree, path, module, runtime_only=True)
+        graph[module] = {t for t in targets if tree.path_of(t)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with a cycle (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def chain(seen: dict[str, str], module: str) -> str:
+    path = [module]
+    while path[-1] in seen:
+        path.append(seen[path[-1]])
+    return " <- ".join(path)
+
+
+def laptop_side(module: str) -> bool:
+    return any(module == side or module.startswith(side + ".") for side in LAPTOP_SIDE)
+
+
+# ---------------------------------------------------------------- the project
+
+
+def test_there_are_lambda_handlers_to_walk():
+    assert {h.parent.name for h in HANDLERS} == {"mcp", "admin", "maintenance"}
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=lambda p: p.parent.name)
+def test_lambda_functions_import_nothing_from_the_laptop_side(handler):
+    seen = reached_from(Tree(SHARED), handler)
+    assert "sessionvault.runtime" in seen, "the walk found none of the shared code"
+    leaks = sorted(m for m in seen if laptop_side(m))
+    assert not leaks, "the Lambda side reaches laptop-only code:\n" + "\n".join(chain(seen, m) for m in leaks)
+
+
+def test_the_mcp_function_reaches_the_server_and_the_database_code():
+    seen = reached_from(Tree(SHARED), ROOT / "functions" / "mcp" / "handler.py")
+    assert {"sessionvault.server.app", "sessionvault.db.pool", "sessionvault.settings"} <= set(seen)
+
+
+def test_sessionvault_modules_import_each_other_without_cycles():
+    found = cycles(import_graph(Tree(SHARED)))
+    assert not found, "module-level import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+# ---------------------------------------------------------------- the checks can fail
+
+
+def _write(root: Path, files: dict[str, str]) -> Tree:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return Tree(root, "pkg")
+
+
+def test_the_walk_follows_submodules_relative_imports_and_imports_inside_functions(tmp_path):
+    tree = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/core/__init__.py": "",
+            "pkg/core/a.py": "def f():\n    from . import b\n",
+            "pkg/core/b.py": "import importlib\nimportlib.import_module('pkg.core.c')\n",
+            "pkg/core/c.py": "from ..local import d\n",
+            "pkg/local/__init__.py": "",
+            "pkg/local/d.py": "",
+            "handler.py": "from pkg.core import a\n",
+        },
+    )
+    seen = reached_from(tree, tmp_path / "handler.py")
+    assert {"pkg.core.a", "pkg.core.b", "pkg.core.c", "pkg.local", "pkg.local.d"} <= set(seen)
+    assert chain(seen, "pkg.local.d") == "pkg.local.d <- pkg.core.c <- pkg.core.b <- pkg.core.a <- handler.py"
+
+
+def test_the_cycle_check_sees_module_level_cycles_only(tmp_path):
+    tree = _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "try:\n    import pkg.c\nexcept ImportError:\n    pass\n",
+            "pkg/c.py": "from pkg.a import thing\n",
+            # Not cycles: an import inside a function, one only for type checkers.
+            "pkg/d.py": "import pkg.e\n",
+            "pkg/e.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    import pkg.d\n"
+                "def f():\n    import pkg.d\n"
+            ),
+        },
+    )
+    assert cycles(import_graph(tree)) == [["pkg.a", "pkg.b", "pkg.c"]]

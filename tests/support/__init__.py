@@ -1,0 +1,1 @@
+"""Test and benchmark helpers that are not fixtures (importable from tests and benchmarks/)."""

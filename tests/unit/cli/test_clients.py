@@ -1,0 +1,100 @@
+"""`sessionvault connect`: arguments, defaults, and what the command prints and writes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessionvault.cli.clients import add_connect
+from sessionvault.local.connect.registry import render
+
+from ..local.connect.documented import ENV_FORM, URL
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="sessionvault")
+    add_connect(parser.add_subparsers(dest="command"))
+    return parser.parse_args(argv)
+
+
+def test_cli_defaults() -> None:
+    args = _parse(["connect", "cursor"])
+    assert (args.client, args.url, args.key, args.apply, args.use_env) == (
+        "cursor",
+        URL,
+        None,
+        False,
+        True,
+    )
+    assert not _parse(["connect", "cursor", "--no-env"]).use_env
+
+
+def test_cli_rejects_unknown_client() -> None:
+    with pytest.raises(SystemExit):
+        _parse(["connect", "notepad"])
+
+
+def test_cli_prints_the_snippet(capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parse(["connect", "windsurf", "--url", "http://h:1/mcp"])
+    assert args.func(args) == 0
+    assert capsys.readouterr().out == render("windsurf", "http://h:1/mcp", None, use_env=True)
+
+
+def test_cli_key_defaults_to_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", "from-env")
+    args = _parse(["connect", "zed"])
+    assert args.func(args) == 0
+    assert '"Authorization": "Bearer from-env"' in capsys.readouterr().out
+
+
+def test_cli_apply_writes_and_reports_path_and_backup(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    path = cwd / ".mcp.json"
+    path.write_text('{\n  "mcpServers": {}\n}\n')
+    args = _parse(["connect", "claude-code", "--apply"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert f"updated: {path}" in out
+    assert "backup: " in out
+    assert json.loads(path.read_text())["mcpServers"]["sessionvault"] == ENV_FORM["claude-code"]
+    assert args.func(args) == 0
+    assert f"already up to date: {path}" in capsys.readouterr().out
+
+
+def test_cli_missing_key_is_an_error_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    args = _parse(["connect", "claude-desktop"])
+    assert args.func(args) == 2
+    assert "API key" in capsys.readouterr().err

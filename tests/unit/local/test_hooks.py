@@ -1,0 +1,131 @@
+"""Installing the session-start hook into each client's settings, safely and idempotently."""
+
+from __future__ import annotations
+
+import json
+import stat
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionvault.errors import ConfigFileError
+from sessionvault.local import hooks
+
+T1 = datetime(2026, 1, 2, 3, 4, 5)
+T2 = datetime(2026, 1, 2, 3, 4, 9)
+HOOK_FILES = {
+    "claude-code": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+}
+
+
+def session_start_groups(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text())["hooks"]["SessionStart"]
+
+
+@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> None:
+    result = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path / "project", now=T1)
+    path = tmp_path / HOOK_FILES[client]
+    assert result.path == path and result.changed and result.backup is None
+    [group] = session_start_groups(path)
+    [hook] = group["hooks"]
+    assert hook["type"] == "command"
+    assert hook["command"] == f"sessionvault hook session-start --client {client}"
+    expected = {
+        "claude-code": ("startup|clear", {"timeout": 5}),
+        "codex": ("startup|clear", {"timeout": 5}),
+        "gemini": ("startup", {"timeout": 5000, "name": "sessionvault"}),
+    }[client]
+    assert group["matcher"] == expected[0]
+    assert expected[1].items() <= hook.items()
+    assert hooks.hook_installed(client, home=tmp_path, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+def test_install_is_idempotent_keeps_other_settings_and_backs_up(client: str, tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES[client]
+    path.parent.mkdir(parents=True)
+    theirs = {"type": "command", "command": "echo hello"}
+    original = {
+        "model": "opus",
+        "mcpServers": {"other": {"url": "http://other"}},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [theirs]}],
+            "SessionStart": [{"matcher": "startup", "hooks": [theirs]}],
+        },
+    }
+    text = json.dumps(original, indent=4) + "\n"
+    path.write_text(text)
+    path.chmod(0o640)
+
+    first = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T1)
+    assert first.changed and first.backup == path.with_name(f"{path.name}.bak-20260102030405")
+    assert first.backup.read_text() == text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    after = json.loads(path.read_text())
+    assert {k: v for k, v in after.items() if k != "hooks"} == {
+        k: v for k, v in original.items() if k != "hooks"
+    }
+    assert after["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
+    groups = after["hooks"]["SessionStart"]
+    assert groups[0] == {"matcher": "startup", "hooks": [theirs]}
+    assert len(groups) == 2 and hooks._is_ours(groups[1]["hooks"][0])
+    assert '\n    "model": "opus"' in path.read_text()  # the file's own indentation is kept
+
+    written = path.read_text()
+    second = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T2)
+    assert (second.changed, second.backup) == (False, None)
+    assert path.read_text() == written
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, first.backup.name])
+
+
+def test_a_changed_url_replaces_the_old_hook_instead_of_adding_one(tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES["claude-code"]
+    path.parent.mkdir(parents=True)
+    old_ours = {"type": "command", "command": "/opt/bin/sessionvault hook session-start --client claude-code"}
+    theirs = {"type": "command", "command": "echo hello"}
+    path.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [theirs, old_ours]}]}}))
+
+    url = "https://vault.example.com/mcp"
+    result = hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T1, url=url)
+    assert result.changed
+    groups = session_start_groups(path)
+    assert groups[0] == {"hooks": [theirs]}  # their hook stays, our old one is gone
+    assert groups[1]["hooks"][0]["command"] == (
+        "sessionvault hook session-start --client claude-code --url https://vault.example.com/mcp"
+    )
+    assert not hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T2, url=url).changed
+
+
+def test_a_symlinked_settings_file_is_edited_through_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text('{"theme": "dark"}\n')
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T1)
+    assert link.is_symlink()
+    assert json.loads(real.read_text())["theme"] == "dark"
+    assert hooks.hook_installed("claude-code", home=tmp_path, cwd=tmp_path)
+
+
+def test_a_malformed_hooks_section_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES["gemini"]
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {"SessionStart": "nope"}}')
+    with pytest.raises(ConfigFileError, match="SessionStart"):
+        hooks.install_hooks("gemini", home=tmp_path, cwd=tmp_path, now=T1)
+    assert path.read_text() == '{"hooks": {"SessionStart": "nope"}}'
+    assert list(path.parent.iterdir()) == [path]
+    assert not hooks.hook_installed("gemini", home=tmp_path, cwd=tmp_path)
+
+
+def test_clients_without_a_session_start_hook_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigFileError, match="no session-start hook"):
+        hooks.install_hooks("cursor", home=tmp_path, cwd=tmp_path)
+    assert not any(tmp_path.iterdir())
