@@ -28,6 +28,7 @@ dev: $(STAMP)
 test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
 
 lint: $(STAMP)

