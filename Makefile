@@ -7,7 +7,7 @@ PYTHON ?= python3
 SAM_VENV  := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed-stamp
 
-.PHONY: dev test install lint format bench clean
+.PHONY: dev test install lint format bench clean system-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +22,22 @@ $(SAM_STAMP):
 
 install: $(STAMP)
 
+# Debian packages the tests use: PgBouncer (the transaction-mode pooler Neon and RDS Proxy
+# stand for). CI runs as root on a fresh machine; elsewhere this asks sudo.
+DEBS := pgbouncer
+system-packages:
+	@missing=""; for p in $(DEBS); do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages for the tests:$$missing (usually 10-30 s)"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing >/dev/null; }; \
+	fi
+
 dev: $(STAMP)
 	$(BIN)/sessionvault dev
 
-test: $(STAMP) $(SAM_STAMP)
+test: $(STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -36,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format .
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .ruff_cache .aws-sam

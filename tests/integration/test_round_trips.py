@@ -1,0 +1,126 @@
+"""The round-trip budget of the serving path, pinned: a TCP proxy between the server and
+Postgres counts the flights each authenticated request costs, over real HTTP. On Lambda every
+one of them is a network hop, so a change that adds one must fail here, not in production."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx2
+import psycopg
+import pytest
+
+from sessionvault.runtime import Runtime, open_runtime
+
+from ..conftest import ServerThread, make_settings, make_user
+from ..support.pgproxy import PgProxy, proxied_url
+
+# The issue's budget: at most 2 round trips for load, list, delete, tools/list and prompts,
+# at most 3 for save and search (the embedding call aside).
+BUDGET = {
+    "save_session": 3,
+    "search_sessions": 3,
+    "load_session": 2,
+    "list_sessions": 2,
+    "delete_session": 2,
+    "tools/list": 2,
+    "prompts/list": 2,
+    "prompts/get": 2,
+}
+
+
+class FixedEmbedder:
+    """A deterministic 384-d vector, so search runs its SQL without loading a model."""
+
+    model = "test:fixed-384"
+
+    def embed(self, text: str) -> list[float] | None:
+        return [1.0] + [0.0] * 383
+
+
+@dataclass
+class Served:
+    proxy: PgProxy
+    server: ServerThread
+    rt: Runtime
+    key: str
+
+    def post(self, method: str, params: dict | None = None) -> httpx2.Response:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+        headers = {
+            "Authorization": f"Bearer {self.key}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        return httpx2.post(self.server.url, content=json.dumps(body), headers=headers, timeout=30)
+
+    def flights(self, method: str, params: dict | None = None) -> int:
+        """Round trips to Postgres that one request costs (after the pool is warm)."""
+        self.proxy.wait_idle()
+        before = self.proxy.snapshot()
+        reply = self.post(method, params)
+        assert reply.status_code == 200, reply.text
+        assert "error" not in reply.json() and not reply.json()["result"].get("isError"), reply.text
+        self.proxy.wait_idle()
+        return (self.proxy.snapshot() - before).flights
+
+    def tool(self, tool: str, /, **arguments: object) -> int:
+        return self.flights("tools/call", {"name": tool, "arguments": arguments})
+
+
+@pytest.fixture(scope="module")
+def served(pg) -> Iterator[Served]:
+    with PgProxy(pg.app_url) as proxy:
+        rt = open_runtime(make_settings(pg, database_url=proxied_url(pg.app_url, proxy)), pool_size=2)
+        rt.vault.embedder = FixedEmbedder()
+        try:
+            with ServerThread(rt) as server:
+                served = Served(proxy, server, rt, make_user(rt).key)
+                served.post("tools/list")  # open the pool's connections before counting
+                yield served
+        finally:
+            rt.close()
+
+
+def test_a_save_costs_at_most_three_round_trips(served):
+    flights = served.tool("save_session", name="rt-save", summary="s", repo="github.com/a/b")
+    assert flights <= BUDGET["save_session"]
+
+
+def test_loads_lists_and_deletes_cost_at_most_two_round_trips(served):
+    served.tool("save_session", name="rt-load", summary="s", repo="github.com/a/b")
+    measured = {
+        "load by name": served.tool("load_session", name="rt-load"),
+        "load latest for repo": served.tool("load_session", repo="github.com/a/b"),
+        "load an earlier version": served.tool("load_session", name="rt-load", version=1),
+        "list": served.tool("list_sessions"),
+        "delete": served.tool("delete_session", name="rt-load"),
+    }
+    assert max(measured.values()) <= 2, measured
+
+
+def test_a_search_costs_at_most_three_round_trips(served):
+    served.tool("save_session", name="rt-search", summary="find me")
+    assert served.tool("search_sessions", query="find me") <= BUDGET["search_sessions"]
+
+
+def test_protocol_messages_cost_one_round_trip(served):
+    measured = {
+        "tools/list": served.flights("tools/list"),
+        "prompts/list": served.flights("prompts/list"),
+        "prompts/get": served.flights("prompts/get", {"name": "resume", "arguments": {"repo": "x"}}),
+    }
+    assert measured == {"tools/list": 1, "prompts/list": 1, "prompts/get": 1}
+
+
+def test_a_connection_that_died_while_idle_is_replaced_and_the_request_succeeds(served, pg):
+    # A frozen Lambda's connection is closed by the server or the pooler: terminate them all.
+    with psycopg.connect(pg.owner_url, autocommit=True) as owner:
+        owner.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'sessionvault_app'"
+            " AND pid <> pg_backend_pid()"
+        )
+    reply = served.post("tools/call", {"name": "list_sessions", "arguments": {}})
+    assert reply.status_code == 200 and not reply.json()["result"].get("isError"), reply.text
