@@ -55,5 +55,7 @@ def _top_packages(count: int = 6) -> None:
             name = found.group(3).split(".")[0]
             cost[name] = cost.get(name, 0) + int(found.group(1))
     top = sorted(cost.items(), key=lambda kv: -kv[1])[:count]
-    print(f"   command: .venv/bin/python -X importtime -c \"import {MODULES}\"")
-    print("   largest top-level packages (cumulative): " + ", ".join(f"{n} {us / 1000:.0f} ms" for n, us in top))
+    print(f'   command: .venv/bin/python -X importtime -c "import {MODULES}"')
+    print(
+        "   largest top-level packages (cumulative): " + ", ".join(f"{n} {us / 1000:.0f} ms" for n, us in top)
+    )

@@ -24,7 +24,7 @@ def p50(samples: list[float]) -> float:
 
 def p95(samples: list[float]) -> float:
     ordered = sorted(samples)
-    return ordered[max(0, int(round(len(ordered) * 0.95)) - 1)]
+    return ordered[max(0, round(len(ordered) * 0.95) - 1)]
 
 
 def ms(seconds: float) -> str:
@@ -93,5 +93,13 @@ def header(server_version: str) -> None:
     print(f"SessionVault benchmarks, {now}")
     print(f"  python {sys.version.split()[0]} ({platform.platform()}), {os.cpu_count()} cores {cpu}")
     print(f"  {server_version}")
+    print(f"  load average at start: {load()} (other work on the machine skews every figure)")
     print(f"  code: {head[:90]}{'  (+ uncommitted changes under shared/)' if dirty else ''}")
     print(f"  command: make bench  (= {RUN}; one section: {RUN} --only <name>)")
+
+
+def load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import time
@@ -49,23 +50,22 @@ def _runtime(url: str, ctx: Context):
 
 
 def _warm(rt) -> None:
-    try:
-        rt.vault.embedder.embed("warm up")  # the local model, before the first timed call
-    except AttributeError:
-        pass
+    with contextlib.suppress(AttributeError):  # the local model, before the first timed call
+        rt.vault.embedder.embed("warm up")
 
 
 # --- round trips -----------------------------------------------------------------------------
 
 
-def round_trips(ctx: Context, n: int = 15, delay_ms: float = 3.0) -> None:
+def round_trips(ctx: Context, n: int = 30, delay_ms: float = 3.0) -> None:
     section(
         "Database round trips per call (through the counting proxy)",
         f"{RUN} --only roundtrips",
         "flights: client->server bursts the proxy saw per call (the call and any work after its reply,",
         "  e.g. an audit write), median of 3; HTTP = server process, Mangum/Vault = in this process.",
-        f"serial: (p50 with {delay_ms:g} ms added per round trip - p50 with 0) / {delay_ms:g} ms, over HTTP,",
-        f"  n={n} per delay, interleaved, idle in between: the round trips the caller waits for.",
+        f"serial: (p50 with {delay_ms:g} ms added per round trip - p50 with 0) / the delay actually slept",
+        f"  (~{delay_ms:g}.1 ms), over HTTP, n={n} per delay, interleaved, idle in between: the round trips",
+        "  the caller waits for. *: the pool opened a connection during the call.",
     )
     with PgProxy(ctx.app_url) as proxy:
         url = proxied_url(ctx.app_url, proxy)
@@ -93,6 +93,7 @@ def round_trips(ctx: Context, n: int = 15, delay_ms: float = 3.0) -> None:
                         continue
                     counts[path] = _flights(proxy, caller, call, [100 + 10 * p + j for j in range(3)])
                 by_delay: dict[float, list[float]] = {0.0: [], delay_ms: []}
+                before = proxy.snapshot()
                 for i in range(n):
                     for d, delay in enumerate(by_delay):
                         proxy.delay_ms = delay
@@ -101,8 +102,9 @@ def round_trips(ctx: Context, n: int = 15, delay_ms: float = 3.0) -> None:
                         http(call, 1000 + 2 * i + d)
                         by_delay[delay].append(time.perf_counter() - started)
                 proxy.delay_ms = 0.0
+                slept = (proxy.snapshot() - before).mean_delay_s or delay_ms / 1000
                 base, slow = p50(by_delay[0.0]), p50(by_delay[delay_ms])
-                serial = (slow - base) * 1000 / delay_ms
+                serial = (slow - base) / slept
                 print(
                     f"   {call.label:30} {counts['HTTP']:>13} {counts['Mangum']:>7} {counts['Vault']:>6}"
                     f"   {ms(base)} ms {ms(slow)} ms   {serial:6.1f}"
@@ -183,8 +185,8 @@ def throughput(url: str, ctx: Context, levels: tuple[int, ...] = (1, 8, 32), sec
     section(
         "Throughput: load_session by name over HTTP",
         f"{RUN} --only latency  (throughput runs on the same server process)",
-        f"C concurrent clients (asyncio + httpx2, one connection each), each a different seeded user,",
-        f"back to back for {seconds:g} s after 1 s of warm-up; server: one uvicorn process, its default pool.",
+        "C concurrent clients (asyncio + httpx2, one connection each), each a different seeded user,",
+        f"back to back for {seconds:g} s after 1 s of warm-up; one uvicorn process, its default pool.",
     )
     call = Call("load_session", "tools/call", "load_session")
     print(f"   {'clients':>7} {'requests/s':>11} {'p50':>9} {'p95':>9} {'errors':>7}")

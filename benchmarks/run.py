@@ -18,7 +18,7 @@ import sys
 import time
 import warnings
 
-from .common import header
+from .common import header, load
 
 SECTIONS = ("coldstart", "roundtrips", "latency", "recall")
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -27,11 +27,15 @@ RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run")
-    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only this section (repeatable)")
+    parser.add_argument(
+        "--only", action="append", choices=SECTIONS, help="run only this section (repeatable)"
+    )
     parser.add_argument("--fresh", action="store_true", help="rebuild the seeded database")
     args = parser.parse_args(argv)
     wanted = args.only or list(SECTIONS)
     warnings.filterwarnings("ignore")  # platformdirs' XDG_RUNTIME_DIR notice from pgserver
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # no JSON line per in-process request
+    os.environ.setdefault("TQDM_DISABLE", "1")  # no progress bar when the local model loads
     started = time.perf_counter()
 
     import psycopg
@@ -66,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _forget(db.owner_url)
     took = time.perf_counter() - started
-    print(f"\nTotal: {took:.0f} s ({took / 60:.1f} min) on {os.cpu_count()} cores, seeding included.")
+    print(
+        f"\nTotal: {took:.0f} s ({took / 60:.1f} min) on {os.cpu_count()} cores,"
+        f" {'seeding included' if not seeded.reused else 'seeded data reused'}; load average now {load()}"
+    )
     if failed:
         print(f"FAILED sections: {', '.join(failed)}")
     return 1 if failed else 0
@@ -82,7 +89,11 @@ def _section(name: str, ctx, seeded) -> None:
     elif name == "recall":
         recall.filtered_recall(
             seeded.db.app_url,
-            [("large (20,000 of 100k)", seeded.large), ("small (10 of 100k)", seeded.small)],
+            [
+                recall.Tenant("large (20,000 of 100k)", seeded.large),
+                recall.Tenant("small (10 of 100k)", seeded.small),
+                recall.Tenant("small, HNSW forced", seeded.small, force_hnsw=True),
+            ],
         )
 
 

@@ -20,6 +20,7 @@ the permissions of every parent folder). Override with SESSIONVAULT_BENCH_HOME."
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import hashlib
 import json
@@ -107,10 +108,8 @@ def open_seeded(fresh: bool = False) -> Seeded:
             )  # fmt: skip
         print(f"   seed cache {home}: parameters or migrations changed, rebuilding")
     if home.exists():
-        try:
+        with contextlib.suppress(Exception):  # not running
             embedded.stop(home)
-        except Exception:
-            pass  # not running
         shutil.rmtree(home)
     started = time.perf_counter()
     db = embedded.start(home)
@@ -121,7 +120,9 @@ def open_seeded(fresh: bool = False) -> Seeded:
     meta.update(large=large, small=small, typical=typical, params=PARAMS)
     meta_file.write_text(json.dumps(meta, indent=1))
     meta_file.chmod(0o600)
-    return Seeded(home, db, master_key, audit_salt, large, small, typical, False, time.perf_counter() - started)
+    return Seeded(
+        home, db, master_key, audit_salt, large, small, typical, False, time.perf_counter() - started
+    )
 
 
 # --- generation ------------------------------------------------------------------------------
@@ -181,7 +182,6 @@ def _record(rnd: random.Random, name: str, repo: str, client: str, summary: str)
 
 def _seed(db, master_key: str) -> tuple[str, str, str]:
     from pgvector.psycopg import register_vector
-
     from psycopg.rows import dict_row
 
     from sessionvault.core import crypto, records
@@ -237,7 +237,9 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
             aad = crypto.session_aad(user_id, str(session_id), name, 1)
             nonce, ciphertext = crypto.seal(deks[user_id], json.dumps(record).encode(), aad)
             preview = records.preview(summary)
-            session_rows.append((session_id, owner, name, repo, preview, client, 1, vectors[i], MODEL, at, at))
+            session_rows.append(
+                (session_id, owner, name, repo, preview, client, 1, vectors[i], MODEL, at, at)
+            )
             version_rows.append((session_id, owner, 1, nonce, ciphertext, client, at))
     print(f"   seed: {len(session_rows):,} records generated and sealed in {time.perf_counter() - t:.1f} s")
 
@@ -257,8 +259,10 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
             " created_at, updated_at) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(
-                ["uuid", "uuid", "text", "text", "text", "text", "int4", "vector", "text"]
-                + ["timestamptz", "timestamptz"]
+                [
+                    *("uuid", "uuid", "text", "text", "text", "text", "int4", "vector", "text"),
+                    *("timestamptz", "timestamptz"),
+                ]
             )
             for row in session_rows:
                 copy.write_row(row)

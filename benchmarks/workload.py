@@ -1,10 +1,10 @@
 """What is measured: the MCP calls, and three ways to make them.
 
-  HTTP      a plain JSON-RPC POST to /mcp with `Authorization: Bearer` (stateless: no
-            initialize), over a kept-alive connection to the server process;
-  Mangum    the same body as an API Gateway v2 event through Mangum(SessionVaultApp(rt)),
-            in this process, as the MCP Lambda function runs it;
-  Vault     the Vault method behind the tool, called directly (no HTTP, no auth, no audit).
+HTTP      a plain JSON-RPC POST to /mcp with `Authorization: Bearer` (stateless: no
+          initialize), over a kept-alive connection to the server process;
+Mangum    the same body as an API Gateway v2 event through Mangum(SessionVaultApp(rt)),
+          in this process, as the MCP Lambda function runs it;
+Vault     the Vault method behind the tool, called directly (no HTTP, no auth, no audit).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,7 +75,9 @@ def calls(name: str, repo: str, tag: str) -> list[Call]:
             "search_sessions",
             lambda i: {"query": "fix the flaky payment webhook tests"},
         ),
-        Call("delete_session", "tools/call", "delete_session", lambda i: {"name": f"{tag}-{i}"}, who="writer"),
+        Call(
+            "delete_session", "tools/call", "delete_session", lambda i: {"name": f"{tag}-{i}"}, who="writer"
+        ),
         Call("tools/list", "tools/list"),
         Call("prompts/list", "prompts/list"),
     ]
@@ -130,19 +133,21 @@ class ServerProcess:
             "BENCH_MASTER_KEY": master_key,
             "BENCH_AUDIT_SALT": audit_salt,
         }
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115  (closed in __exit__)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.serve", str(self.port)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,  # one JSON log line per request: not what we measure
-            stderr=subprocess.PIPE,
+            stderr=self.errors,
         )
 
     def __enter__(self) -> ServerProcess:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+                self.errors.seek(0)
+                raise RuntimeError(f"server exited: {self.errors.read().decode()[-2000:]}")
             try:
                 if httpx2.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
                     return self
@@ -158,6 +163,7 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.errors.close()
 
 
 class HttpCaller:

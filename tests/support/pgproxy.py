@@ -30,6 +30,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, fields
+from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -44,9 +45,15 @@ class Counters:
     connections: int = 0  # client connections accepted
     bytes_up: int = 0  # client -> server
     bytes_down: int = 0  # server -> client
+    delayed: int = 0  # flights that were delayed
+    delayed_s: float = 0.0  # the delay they actually got (time.sleep overshoots a little)
 
     def __sub__(self, other: Counters) -> Counters:
         return Counters(**{f.name: getattr(self, f.name) - getattr(other, f.name) for f in fields(self)})
+
+    @property
+    def mean_delay_s(self) -> float:
+        return self.delayed_s / self.delayed if self.delayed else 0.0
 
 
 def upstream_address(url: str) -> tuple[int, object]:
@@ -88,7 +95,7 @@ class PgProxy:
         self.delay_ms = delay_ms  # read on every flight: change it at any time
         self._lock = threading.Lock()
         self._links: set[_Link] = set()
-        self._counts = {f.name: 0 for f in fields(Counters)}
+        self._counts: dict[str, Any] = {f.name: type(f.default)() for f in fields(Counters)}
         self._last_activity = time.monotonic()
         self._listener: socket.socket | None = None
         self._acceptor: threading.Thread | None = None
@@ -136,7 +143,7 @@ class PgProxy:
         """Zero the counters; returns what they held."""
         with self._lock:
             before = Counters(**self._counts)
-            self._counts = dict.fromkeys(self._counts, 0)
+            self._counts = {f.name: type(f.default)() for f in fields(Counters)}
             return before
 
     @property
@@ -202,7 +209,12 @@ class PgProxy:
                     self._last_activity = time.monotonic()
                 delay = self.delay_ms
                 if new_flight and delay > 0:
-                    time.sleep(delay / 1000)  # overshoots by ~0.05-0.1 ms on Linux
+                    slept = time.perf_counter()
+                    time.sleep(delay / 1000)  # overshoots by ~0.05-0.15 ms on Linux
+                    slept = time.perf_counter() - slept
+                    with self._lock:
+                        self._counts["delayed"] += 1
+                        self._counts["delayed_s"] += slept
                 link.server.sendall(data)
         except OSError:
             pass

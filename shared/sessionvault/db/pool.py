@@ -19,6 +19,7 @@ from psycopg_pool import ConnectionPool
 
 T = TypeVar("T")
 Connection = psycopg.Connection[dict[str, Any]]
+Cursor = psycopg.Cursor[dict[str, Any]]
 
 _SET_TENANT = "SELECT set_config('app.user_id', %s, true)"
 
@@ -65,6 +66,28 @@ class Database:
                 raise  # a live connection's error (a timeout, say) is the answer, not a reason to retry
         with self.pool.connection() as conn:
             return fn(conn)
+
+    def in_tenant(self, user_id: str, work: Callable[[Connection], T], *, idempotent: bool) -> T:
+        """`work` in a pipelined tenant transaction (as `tenant`), on the serving path: if the
+        connection turns out dead (closed by the server or a pooler while idle), `work` runs
+        once more on a fresh one, provided nothing can have been committed: the failure came
+        before the COMMIT's flight, or running `work` twice is harmless (`idempotent`)."""
+        final_flight = False
+        conn: Connection | None = None
+        try:
+            with self.pool.connection() as conn, conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute(_SET_TENANT, (user_id,))
+                result = work(conn)
+                conn.execute("COMMIT")
+                final_flight = True  # what is still queued goes out with the COMMIT
+            return result
+        except psycopg.OperationalError:
+            dead = conn is not None and (conn.broken or conn.closed)
+            if not dead or (final_flight and not idempotent):
+                raise
+        with self.tenant(user_id) as conn:
+            return work(conn)
 
     @contextmanager
     def tenant(self, user_id: UUID | str) -> Iterator[Connection]:

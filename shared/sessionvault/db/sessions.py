@@ -12,7 +12,7 @@ from typing import Any
 
 from pgvector import Vector
 
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Connection, Cursor, Database
 
 Row = dict[str, Any]
 SUPPORTED_DIMS = (384, 1536)  # one partial HNSW index each (migration 0001)
@@ -59,7 +59,8 @@ def save(
     as that version. The head's row lock serialises concurrent saves of one name;
     clock_timestamp(), not now(): a save that waited for the lock is the newer one."""
     model = head.model if head.embedding else None
-    with db.tenant(user_id) as conn:
+
+    def work(conn: Connection) -> Row:
         row = conn.execute(
             _UPSERT_HEAD,
             (user_id, head.name, head.repo, head.preview, head.client, _vec(head.embedding), model),
@@ -71,7 +72,10 @@ def save(
             (row["id"], user_id, row["version"], nonce, ciphertext, head.client, row["updated_at"]),
         )
         conn.execute(_PRUNE_VERSIONS, (row["id"], row["version"] - keep_previous))
-    return row
+        return row
+
+    # Not idempotent (a second run adds a version): retried only if it failed before COMMIT.
+    return db.in_tenant(user_id, work, idempotent=False)
 
 
 _LOAD = """
@@ -141,10 +145,11 @@ def related(db: Database, user_id: str, session_id: str, model: str, dims: int, 
 
 
 def _search(db: Database, user_id: str, sql: str, params: dict[str, Any]) -> list[Row]:
-    with db.tenant(user_id) as conn:
+    def work(conn: Connection) -> Cursor:
         conn.execute(_SEARCH_SETTINGS)
-        cur = conn.execute(sql, params)
-    return cur.fetchall()
+        return conn.execute(sql, params)
+
+    return db.in_tenant(user_id, work, idempotent=True).fetchall()
 
 
 _PAGE = """
@@ -167,9 +172,7 @@ def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetim
         "before_at": before_at,
         "before_id": before_id,
     }
-    with db.tenant(user_id) as conn:
-        cur = conn.execute(_PAGE, params)
-    return cur.fetchall()
+    return db.in_tenant(user_id, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
 
 
 def delete(db: Database, user_id: str, name: str) -> int | None:
@@ -196,6 +199,5 @@ def iso(ts: datetime) -> str:
 
 
 def _one(db: Database, user_id: str, sql: str, params: dict[str, Any]) -> Row | None:
-    with db.tenant(user_id) as conn:
-        cur = conn.execute(sql, params)
-    return cur.fetchone()
+    """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
+    return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()

@@ -1,8 +1,8 @@
-"""The HTTP app: body cap -> JSON -> API key -> rate limit -> MCP tool -> audit + log line.
+"""The HTTP app: body cap -> JSON -> admission (API key, tenant, rate limit, audit row: one
+round trip) -> MCP tool -> log line.
 
-A plain ASGI callable with no lifespan: the MCP session manager is created per request (it is
-stateless and cheap), which is what makes the same app correct under uvicorn and under Mangum,
-where a lifespan would run on every invocation."""
+A plain ASGI callable with no lifespan (Mangum would run one on every invocation): the MCP
+session manager is started once per event loop instead (`mcp_host`)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from sessionvault.server.edge import (
     request_id,
     respond,
 )
+from sessionvault.server.mcp_host import ManagerPerLoop
 from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
@@ -44,6 +45,15 @@ class SessionVaultApp:
         # on 127.0.0.1 keep the SDK's DNS-rebinding check with the local names.
         self.security = TransportSecuritySettings(
             enable_dns_rebinding_protection="*" not in hosts, allowed_hosts=hosts
+        )
+        self.manager = ManagerPerLoop(
+            lambda: StreamableHTTPSessionManager(
+                self.server,
+                json_response=True,
+                stateless=True,
+                security_settings=self.security,
+                max_request_body_size=runtime.settings.max_body_bytes,
+            )
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -75,7 +85,9 @@ class SessionVaultApp:
             log.status, log.error_class = refusal.status, refusal.error_class
             await respond(send, refusal.status, refusal.body, refusal.headers)
         log.latency_ms = int((time.perf_counter() - started) * 1000)
-        await anyio.to_thread.run_sync(self._record, log)
+        if log.audit_id is None or (log.admitted and log.error_class):
+            await anyio.to_thread.run_sync(self._audit, log)  # a database write: off the loop
+        telemetry.emit(log)
 
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
@@ -117,28 +129,20 @@ class SessionVaultApp:
                 reply.extend(message.get("body", b""))
             await send(message)
 
-        manager = StreamableHTTPSessionManager(
-            self.server,
-            json_response=True,
-            stateless=True,
-            security_settings=self.security,
-            max_request_body_size=self.rt.settings.max_body_bytes,
-        )
-        async with manager.run():
-            await manager.handle_request(scope, replay, watch)
+        manager = await self.manager.get()
+        await manager.handle_request(scope, replay, watch)
         return status, bytes(reply)
 
-    def _record(self, log: telemetry.RequestLog) -> None:
-        """The audit row, where admission did not write it already (no extra round trip on
-        the common path), then the log line."""
+    def _audit(self, log: telemetry.RequestLog) -> None:
+        """The audit row of a request that never reached admission, or the outcome of an
+        admitted call that failed (admission wrote the row of every other request)."""
         try:
             if log.audit_id is None:
                 audit.record(self.rt.db, log, self.rt.settings.audit_salt)
-            elif log.admitted and log.error_class and log.user_id:
+            elif log.user_id:
                 audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
-        telemetry.emit(log)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

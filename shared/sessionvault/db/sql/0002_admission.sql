@@ -71,6 +71,7 @@ BEGIN
         WHEN k.disabled_at IS NOT NULL THEN 'disabled_user'
         ELSE 'ok' END;
     IF status <> 'ok' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
         -- No tenant: the row carries a NULL user, as the audit policy requires.
         INSERT INTO audit_events (user_id, request_id, tool, outcome, error_class, ip_hash, ua_hash)
         VALUES (NULL, p_request_id, p_tool, 'error', 'auth', p_ip_hash, p_ua_hash)
@@ -78,6 +79,10 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
+
+    -- The counters and the audit row need not wait for a disk flush: Postgres crashing in the
+    -- next fraction of a second could lose them (never a session: tools commit as usual).
+    PERFORM set_config('synchronous_commit', 'off', true);
 
     -- The tenant for the rest of this statement's transaction: RLS scopes what follows.
     PERFORM set_config('app.user_id', k.user_id::text, true);
