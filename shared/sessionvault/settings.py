@@ -47,6 +47,17 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "on", "true", "yes"):
+        return True
+    if raw in ("0", "off", "false", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, got {raw!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = field(repr=False)
@@ -67,6 +78,11 @@ class Settings:
     protocol_rate_per_minute: int = 600
     history_keep: int = 20  # previous versions kept per session, besides the head
     audit_retention_days: int = 90
+    redact_secrets: bool = True  # scrub keys, tokens and passwords before anything is stored
+    max_sessions_per_user: int = 1000
+    max_bytes_per_user: int = 50 * 1024 * 1024  # stored ciphertext, history included
+    # Local mode: failed authentications allowed per client address and minute.
+    auth_failures_per_minute: int = 30
     max_body_bytes: int = 1_048_576
     allowed_hosts: tuple[str, ...] = field(default=("127.0.0.1:*", "localhost:*", "[::1]:*"))
 
@@ -93,6 +109,10 @@ class Settings:
             "protocol_rate_per_minute": _int(env, "SESSIONVAULT_PROTOCOL_RATE_PER_MINUTE", 600),
             "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
             "audit_retention_days": _int(env, "SESSIONVAULT_AUDIT_RETENTION_DAYS", 90),
+            "redact_secrets": _flag(env, "SESSIONVAULT_REDACT_SECRETS", True),
+            "max_sessions_per_user": _int(env, "SESSIONVAULT_MAX_SESSIONS", 1000),
+            "max_bytes_per_user": _int(env, "SESSIONVAULT_MAX_BYTES", 50 * 1024 * 1024),
+            "auth_failures_per_minute": _int(env, "SESSIONVAULT_AUTH_FAILURES_PER_MINUTE", 30),
         }
         if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
             values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])
