@@ -109,6 +109,14 @@ def local_runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
     rt.close()
 
 
+@pytest.fixture(scope="session")
+def maint_runtime(pg: embedded.Embedded, local_runtime: Runtime) -> Iterator[Runtime]:
+    """The maintenance jobs' own role (prune, re-embed) with the local model, as in Lambda."""
+    rt = open_runtime(make_settings(pg, embeddings="local", database_url=pg.maint_url), pool_size=2)
+    yield rt
+    rt.close()
+
+
 def admin_db() -> Database:
     """Users and keys are made as the admin role: the app role cannot create them."""
     return ADMIN_DB[-1]
@@ -121,11 +129,13 @@ class User:
     principal: Principal
 
 
-def make_user(rt: Runtime, label: str = "test") -> User:
+def make_user(
+    rt: Runtime, label: str = "test", scopes: tuple[str, ...] = ("read", "write", "delete")
+) -> User:
     name = f"user-{os.urandom(6).hex()}"
     admin = admin_db()
     user_id = accounts.create_user(admin, rt.keys.provider, name)
-    key, _ = accounts.create_key(admin, user_id, label)
+    key, _ = accounts.create_key(admin, user_id, label, scopes)
     with admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
     return User(user_id, key, Principal(user_id, WrappedKey.from_row(row)))

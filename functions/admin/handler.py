@@ -11,4 +11,4 @@ RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return admin.dispatch(RUNTIME, event)
+    return admin.dispatch(RUNTIME, event, getattr(context, "aws_request_id", ""))

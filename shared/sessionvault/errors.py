@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-ErrorClass = Literal["auth", "rate_limit", "validation", "db", "provider", "timeout", "internal"]
+ErrorClass = Literal[
+    "auth", "rate_limit", "validation", "db", "provider", "timeout", "internal", "scope", "quota"
+]
 
 
 class SessionVaultError(Exception):
@@ -28,6 +30,18 @@ class ValidationFailed(VaultError):
 
 class ProviderUnavailable(VaultError):
     error_class = "provider"
+
+
+class ScopeMissing(VaultError):
+    """The API key lacks the scope this tool needs."""
+
+    error_class = "scope"
+
+
+class QuotaExceeded(VaultError):
+    """The user stores as much as the server allows; the message says how to free space."""
+
+    error_class = "quota"
 
 
 class DecryptionFailed(VaultError):

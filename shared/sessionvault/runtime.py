@@ -14,6 +14,7 @@ from sessionvault.core.keys import (
 )
 from sessionvault.core.vault import Vault
 from sessionvault.db.pool import Database
+from sessionvault.db.sessions import Quota
 from sessionvault.errors import ConfigError
 from sessionvault.settings import Settings
 
@@ -42,5 +43,7 @@ def key_provider(settings: Settings) -> KeyProvider:
 def open_runtime(settings: Settings, *, pool_size: int = 8) -> Runtime:
     keys = DekCache(key_provider(settings))
     db = Database(settings.database_url, max_size=pool_size)
-    vault = Vault(db, keys, embeddings.from_settings(settings), settings.history_keep)
+    quota = Quota(settings.max_sessions_per_user, settings.max_bytes_per_user)
+    embedder = embeddings.from_settings(settings)
+    vault = Vault(db, keys, embedder, settings.history_keep, quota, redact=settings.redact_secrets)
     return Runtime(settings, db, keys, vault)

@@ -1,5 +1,10 @@
 """One structured JSON log line per request (Powertools Logger; correlation id = the request
-id) and, inside Lambda, CloudWatch metrics (Powertools Metrics, embedded metric format)."""
+id) and, inside Lambda, CloudWatch metrics (Powertools Metrics, embedded metric format).
+
+Requests refused before or at authentication leave no database row: they are counted here.
+Besides Requests, Errors and Latency (by tool), a refused key adds `AuthFailures` (by reason) and a
+request stopped at the edge adds `EdgeRefusals` (by check), each in a metric set of its own so
+that the tool series keep their one dimension."""
 
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ class RequestLog:
     status: int = 0
     error_class: ErrorClass | None = None
     auth_reason: str = ""  # why a key was refused: logged here, never sent to the caller
+    # the check that stopped it before its body: host | origin | content_type | auth_failures
+    edge_check: str = ""
     failure: str = ""  # an exception's type name, never its message (messages carry secrets)
     latency_ms: int = 0
     audit_id: int | None = None  # the row admission wrote; None: the request never got that far
@@ -40,6 +47,7 @@ class RequestLog:
             "outcome": self.outcome,
             "error_class": self.error_class,
             "auth_reason": self.auth_reason or None,
+            "edge_check": self.edge_check or None,
             "failure": self.failure or None,
             "latency_ms": self.latency_ms,
         }
@@ -69,11 +77,27 @@ def emit(ctx: RequestLog) -> None:
     fields = {**ctx.fields(), "correlation_id": ctx.request_id}
     (logger().error if ctx.failure else logger().info)("request", extra=fields)
     if in_lambda():
-        from aws_lambda_powertools.metrics import MetricUnit
+        try:
+            _flush_metrics(ctx)
+        except Exception as exc:  # the line above is written; a metric lost must not fail the call
+            metrics().clear_metrics()  # nothing half-built may ride along with the next call
+            logger().error("metrics not written", extra={"failure": type(exc).__name__})
 
-        m = metrics()
-        m.add_dimension(name="tool", value=ctx.tool or "none")
-        m.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-        m.add_metric(name="Errors", unit=MetricUnit.Count, value=1 if ctx.error_class else 0)
-        m.add_metric(name="Latency", unit=MetricUnit.Milliseconds, value=ctx.latency_ms)
-        m.flush_metrics()
+
+def _flush_metrics(ctx: RequestLog) -> None:
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    m = metrics()
+    m.add_dimension(name="tool", value=ctx.tool or "none")
+    m.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    m.add_metric(name="Errors", unit=MetricUnit.Count, value=1 if ctx.error_class else 0)
+    m.add_metric(name="Latency", unit=MetricUnit.Milliseconds, value=ctx.latency_ms)
+    m.flush_metrics()
+    for name, dimension, value in (
+        ("AuthFailures", "reason", ctx.auth_reason),
+        ("EdgeRefusals", "check", ctx.edge_check),
+    ):
+        if value:
+            m.add_dimension(name=dimension, value=value)
+            m.add_metric(name=name, unit=MetricUnit.Count, value=1)
+            m.flush_metrics()

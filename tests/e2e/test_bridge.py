@@ -18,7 +18,14 @@ from ..conftest import ServerThread, free_port, make_user, mcp_client
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = ["save_session", "load_session", "search_sessions", "list_sessions", "delete_session"]
+TOOLS = [
+    "save_session",
+    "load_session",
+    "search_sessions",
+    "list_sessions",
+    "delete_session",
+    "delete_all_sessions",
+]
 BRIDGE = ["-m", "sessionvault.cli.main", "bridge"]
 
 

@@ -81,6 +81,7 @@ async def test_tools_list_is_small_and_portable(server, user):
         "search_sessions",
         "list_sessions",
         "delete_session",
+        "delete_all_sessions",
     ]
     text = json.dumps([t.model_dump(by_alias=True, exclude_none=True) for t in tools])
     assert len(text) / 4 < 2500  # tokens estimated as characters / 4
@@ -144,27 +145,44 @@ def audit_rows(url: str, sql: str, *params, expect: int, settled=lambda rows: Tr
         time.sleep(0.05)
 
 
-def test_every_auth_failure_is_byte_identical(server, runtime, pg):
+def test_every_auth_failure_is_byte_identical(server, runtime, pg, capfd):
     revoked, disabled = make_user(runtime), make_user(runtime)
     accounts.revoke_key(admin_db(), revoked.key)
     accounts.disable_user(admin_db(), disabled.id)
     unknown = "sv_live_" + "A" * 32
-    agent = {"User-Agent": f"auth-test/{os.urandom(4).hex()}"}  # marks this test's audit rows
+    agent = {"User-Agent": f"auth-test/{os.urandom(4).hex()}"}  # would mark this test's audit rows
+    ids = [f"auth-{os.urandom(4).hex()}" for _ in range(5)]
     responses = [
-        raw_post(server.url, LIST_TOOLS, unknown, **agent),
-        raw_post(server.url, LIST_TOOLS, revoked.key, **agent),
-        raw_post(server.url, LIST_TOOLS, disabled.key, **agent),
-        raw_post(server.url, LIST_TOOLS, **agent),
-        raw_post(server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz", **agent),
+        raw_post(server.url, LIST_TOOLS, unknown, **agent, **{"X-Request-ID": ids[0]}),
+        raw_post(server.url, LIST_TOOLS, revoked.key, **agent, **{"X-Request-ID": ids[1]}),
+        raw_post(server.url, LIST_TOOLS, disabled.key, **agent, **{"X-Request-ID": ids[2]}),
+        raw_post(server.url, LIST_TOOLS, **agent, **{"X-Request-ID": ids[3]}),
+        raw_post(
+            server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz", **agent, **{"X-Request-ID": ids[4]}
+        ),
     ]
     shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in responses}
     assert shapes == {(401, b'{"error": "unauthorized"}', "Bearer")}
-    # The reason stays server-side, and only as a class.
+    # The reason stays server-side: in the log line (and a counter), never one stored row each.
+    lines, deadline = {}, time.monotonic() + 5
+    while len(lines) < 5 and time.monotonic() < deadline:  # written just after each answer
+        logged = [json.loads(x) for x in capfd.readouterr().out.splitlines() if x.startswith('{"level"')]
+        lines.update({x["correlation_id"]: x for x in logged if x.get("correlation_id") in ids})
+        time.sleep(0.02)
+    assert [lines[i]["auth_reason"] for i in ids] == [
+        "unknown_key",
+        "revoked_key",
+        "disabled_user",
+        "missing",
+        "missing",
+    ]
+    assert {(x["tool"], x["status"], x["outcome"], x["error_class"]) for x in lines.values()} == {
+        ("tools/list", 401, "error", "auth")
+    }
     marker = salted_hash(agent["User-Agent"], runtime.settings.audit_salt)
-    sql = "SELECT * FROM audit_events WHERE user_id IS NULL AND ua_hash = %s"
-    rows = audit_rows(pg.owner_url, sql, marker, expect=5)
-    assert len(rows) == 5
-    assert {(r["tool"], r["outcome"], r["error_class"]) for r in rows} == {("tools/list", "error", "auth")}
+    with psycopg.connect(pg.owner_url) as conn:
+        stored = conn.execute("SELECT count(*) FROM audit_events WHERE ua_hash = %s", (marker,)).fetchone()
+    assert stored == (0,)
     with psycopg.connect(pg.admin_url) as conn:  # with no tenant, no tenant's rows
         assert conn.execute("SELECT count(*) FROM audit_events WHERE user_id IS NOT NULL").fetchone() == (0,)
 

@@ -27,7 +27,8 @@ def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
         (key["key"][:12], "laptop", None)
     ]
     assert key["key"] not in repr(listed)
-    assert admin.handler({"action": "revoke_key", "prefix": key["prefix"]}, CTX) == {"ok": True, "revoked": 1}
+    revoked = admin.handler({"action": "revoke_key", "prefix": key["prefix"]}, CTX)
+    assert (revoked["ok"], revoked["revoked"], revoked["prefix"]) == (True, 1, key["prefix"])
     assert admin.handler({"action": "list_keys", "user_id": name}, CTX)["keys"][0]["revoked_at"]
     assert admin.handler({"action": "create_user", "name": name}, CTX)["ok"] is False  # duplicate
     assert admin.handler({"action": "drop_tables"}, CTX) == {
@@ -57,7 +58,12 @@ def test_disable_and_delete_user_with_all_their_data(aws, pg):
         ):
             column = "id" if table == "users" else "user_id"
             count = conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = %s", (user["user_id"],))
-            assert count.fetchone() == (0,), table
+            expected = 1 if table == "audit_events" else 0  # the deletion itself stays on record
+            assert count.fetchone() == (expected,), table
+        trail = conn.execute(
+            "SELECT tool FROM audit_events WHERE user_id = %s", (user["user_id"],)
+        ).fetchall()
+        assert trail == [("admin:delete_user",)]
 
 
 def test_rotate_keys_rewraps_every_dek_and_sessions_still_open(aws, pg, monkeypatch):
@@ -107,11 +113,13 @@ def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime
     assert maintenance.handler({"task": "prune_audit"}, CTX)["deleted"] >= 2
     assert maintenance.handler({"task": "prune_audit"}, CTX)["deleted"] == 0
     with psycopg.connect(pg.owner_url) as conn:
-        left = conn.execute("SELECT count(*) FROM audit_events WHERE user_id = %s", (uid,)).fetchone()
+        left = conn.execute(
+            "SELECT count(*) FROM audit_events WHERE user_id = %s AND tool NOT LIKE 'admin:%%'", (uid,)
+        ).fetchone()
         assert left == (1,)  # the recent row stays
 
 
-def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled):
+def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, maint_runtime, settled):
     from sessionvault.core.vault import Vault
     from sessionvault.jobs import maintenance
 
@@ -130,16 +138,16 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, settled
         offline.save(
             who, records.parse(records.SaveArgs, {"name": f"later-{i}", "summary": "graphql schema"})
         )
-    first = maintenance.reembed(local_runtime, batch=2)
+    first = maintenance.reembed(maint_runtime, batch=2)
     assert first["embedded"] == 2
-    maintenance.reembed(local_runtime, batch=50)
+    maintenance.reembed(maint_runtime, batch=50)
     with local_runtime.db.tenant(who.user_id) as conn:
         assert conn.execute("SELECT count(*) AS n FROM sessions WHERE embedding IS NULL").fetchone()["n"] == 0
     hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "graphql"}))
     assert len(hits["results"]) == 3
 
 
-def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, settled):
+def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, maint_runtime, settled):
     from sessionvault.core.vault import Vault
     from sessionvault.jobs import maintenance
 
@@ -148,10 +156,12 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, set
     who = make_user(local_runtime).principal
     offline = Vault(local_runtime.db, local_runtime.keys, _Down(local_runtime))
     offline.save(who, records.parse(records.SaveArgs, {"name": "poison", "summary": "never embeds"}))
-    broken = Runtime(local_runtime.settings, local_runtime.db, local_runtime.keys, offline)
+    broken = Runtime(
+        maint_runtime.settings, maint_runtime.db, maint_runtime.keys, _on(maint_runtime, offline)
+    )
     assert maintenance.reembed(broken, batch=1)["failed"] == 1
     offline.save(who, records.parse(records.SaveArgs, {"name": "fine", "summary": "kafka consumer lag"}))
-    assert maintenance.reembed(local_runtime, batch=1)["embedded"] == 1  # not spent on the poison row
+    assert maintenance.reembed(maint_runtime, batch=1)["embedded"] == 1  # not spent on the poison row
     with local_runtime.db.tenant(who.user_id) as conn:
         rows = conn.execute(
             "SELECT name, embedding IS NOT NULL AS has, embed_failures,"
@@ -163,13 +173,20 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, set
     }
 
 
+def _on(rt, vault):
+    """`vault`'s embedder on the maintenance role's connections."""
+    from sessionvault.core.vault import Vault
+
+    return Vault(rt.db, rt.keys, vault.embedder)
+
+
 @pytest.fixture
-def settled(local_runtime):
+def settled(maint_runtime):
     """The database is shared by the whole run: first let every other test's stale rows be
     embedded or back off, so that a batch here is spent on this test's rows only."""
     from sessionvault.jobs import maintenance
 
-    maintenance.reembed(local_runtime, batch=100_000)
+    maintenance.reembed(maint_runtime, batch=100_000)
 
 
 class _Down:

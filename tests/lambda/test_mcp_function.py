@@ -50,7 +50,9 @@ def test_first_and_every_warm_call_answer(functions):
     ]
     assert [r["statusCode"] for r in responses] == [200] * 5
     assert body_json(responses[0])["result"]["serverInfo"]["name"] == "sessionvault"
-    assert len(body_json(responses[1])["result"]["tools"]) == 5
+    # a new key is read+write: tools/list shows only what it may call (no deletes)
+    names = {t["name"] for t in body_json(responses[1])["result"]["tools"]}
+    assert names == {"save_session", "load_session", "search_sessions", "list_sessions"}
     loaded = body_json(responses[3])["result"]["structuredContent"]
     assert (loaded["name"], loaded["summary"], loaded["version"]) == ("lambda", "warm", 1)
 
@@ -125,3 +127,75 @@ def test_a_connection_broken_between_invocations_is_reopened(functions, pg):
         ).fetchone()[0]
     assert killed >= 1
     assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200
+
+
+def request_output(capfd) -> tuple[list[dict], list[dict]]:
+    """The request log lines and the metric blobs (CloudWatch embedded metric format) printed."""
+    lines = [json.loads(line) for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
+    return [x for x in lines if x.get("message") == "request"], [x for x in lines if "_aws" in x]
+
+
+def metric_names(blob: dict) -> set[str]:
+    return {m["Name"] for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
+
+
+def test_a_refused_key_is_counted_in_the_log_and_a_metric_not_stored(functions, pg, capfd):
+    admin, mcp = functions
+    new_key(admin)  # the function up and one user in place
+    capfd.readouterr()
+    event = http_event(rpc("tools/list"), key="sv_live_" + "D" * 32, **MCP_HEADERS)
+    assert mcp.handler(event, LambdaContext())["statusCode"] == 401
+    logs, metrics = request_output(capfd)
+    assert len(logs) == 1 and logs[0]["auth_reason"] == "unknown_key" and logs[0]["status"] == 401
+    (failure,) = [m for m in metrics if "AuthFailures" in metric_names(m)]
+    assert failure["reason"] == "unknown_key" and failure["AuthFailures"] == [1.0]
+    assert any("Requests" in metric_names(m) for m in metrics)  # the tool series, as for every call
+    import psycopg
+
+    request_id = event["requestContext"]["requestId"]
+    with psycopg.connect(pg.owner_url) as conn:
+        rows = conn.execute(
+            "SELECT count(*) FROM audit_events WHERE request_id = %s", (request_id,)
+        ).fetchone()
+    assert rows == (0,)
+
+
+def test_the_edge_refuses_before_the_body_and_says_so_in_a_metric(functions, capfd):
+    admin, mcp = functions
+    key = new_key(admin)
+    capfd.readouterr()
+    plain = invoke(mcp, rpc("tools/list"), key=key, content_type="text/plain")
+    browser = invoke(mcp, rpc("tools/list"), key=key, origin="https://attacker.example")
+    assert (plain["statusCode"], browser["statusCode"]) == (415, 403)
+    logs, metrics = request_output(capfd)
+    assert [x["edge_check"] for x in logs] == ["content_type", "origin"]
+    refusals = [m for m in metrics if "EdgeRefusals" in metric_names(m)]
+    assert [m["check"] for m in refusals] == ["content_type", "origin"]
+    # Behind API Gateway any Host is the API's own, and a failing address is not held off per
+    # instance: a burst of bad keys is 401s, never 429s.
+    codes = {invoke(mcp, rpc("tools/list"), key="sv_live_" + "E" * 32)["statusCode"] for _ in range(40)}
+    assert codes == {401}
+
+
+def test_an_unexpected_exception_is_a_500_with_its_log_line_and_metrics(functions, monkeypatch, capfd):
+    from sessionvault.server import auth
+
+    admin, mcp = functions
+    key = new_key(admin)
+    capfd.readouterr()
+
+    def broken(*args):
+        raise RuntimeError("secret-detail")
+
+    monkeypatch.setattr(auth, "admit", broken)
+    reply = invoke(mcp, rpc("tools/list"), key=key)
+    monkeypatch.undo()
+    assert reply["statusCode"] == 500 and body_json(reply) == {"error": "internal error"}
+    logs, metrics = request_output(capfd)
+    assert (logs[0]["failure"], logs[0]["error_class"], logs[0]["status"]) == (
+        "RuntimeError",
+        "internal",
+        500,
+    )
+    assert metrics[0]["Errors"] == [1.0]
+    assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200  # the next call is fine

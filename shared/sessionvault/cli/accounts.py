@@ -42,7 +42,7 @@ def cmd_user_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_key_create(args: argparse.Namespace) -> int:
-    result = act("create_key", user=args.user, label=args.label)
+    result = act("create_key", user=args.user, label=args.label, scopes=args.scope)
     print(result["key"])
     print(f"(shown once; listed later as {result['prefix']}...)", file=sys.stderr)
     return 0
@@ -52,7 +52,8 @@ def cmd_key_list(args: argparse.Namespace) -> int:
     for r in act("list_keys", user=args.user)["keys"]:
         state = "revoked" if r["revoked_at"] else "active"
         used = r["last_used_at"][:16] if r["last_used_at"] else "never"
-        print(f"{r['prefix']}...  {state:8} {r['user']:12} last used {used:17} {r['label']}")
+        scopes = ",".join(r["scopes"])
+        print(f"{r['prefix']}...  {state:8} {r['user']:12} {scopes:17} last used {used:17} {r['label']}")
     return 0
 
 
@@ -107,6 +108,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sp = key.add_parser("create")
     sp.add_argument("--user", default=LOCAL_USER, help=f"name or id (default: {LOCAL_USER})")
     sp.add_argument("--label", default="")
+    sp.add_argument(
+        "--scope",
+        default="read,write",
+        help="what the key may do, comma-separated: read, write, delete (default: read,write)",
+    )
     sp.set_defaults(func=cmd_key_create)
     sp = key.add_parser("list")
     sp.add_argument("--user", default="")

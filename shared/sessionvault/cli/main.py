@@ -5,7 +5,9 @@ embedded database. This package only parses arguments and calls into the rest.""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from sessionvault.errors import SessionVaultError
 
@@ -29,14 +31,40 @@ def main(argv: list[str] | None = None) -> int:
 
         return hook.main(argv[1:])
     args = parser().parse_args(argv)
+    # One-shot commands keep stdout for their answer (a key, a JSON reply).
+    quiet = _quiet_logs() if args.command not in ("dev", "serve") else contextlib.nullcontext()
     try:
-        code: int = args.func(args)
+        with quiet:
+            code: int = args.func(args)
         return code
     except SessionVaultError as exc:
         print(f"sessionvault: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+@contextlib.contextmanager
+def _quiet_logs() -> Iterator[None]:
+    """Log only problems, to stderr, while a one-shot command runs (its admin actions are
+    still audited in the database)."""
+    import logging
+
+    from sessionvault import telemetry
+
+    telemetry.logger()  # built on first use: build it now to adjust its handler
+    logger = logging.getLogger("sessionvault")
+    streams = [h for h in logger.handlers if isinstance(h, logging.StreamHandler)]
+    level, previous = logger.level, [h.stream for h in streams]
+    for handler in streams:
+        handler.setStream(sys.stderr)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        for handler, stream in zip(streams, previous, strict=True):
+            handler.setStream(stream)
 
 
 if __name__ == "__main__":

@@ -20,16 +20,22 @@ if TYPE_CHECKING:
 def serve(t: Target, host: str, port: int) -> None:
     import uvicorn
 
+    from sessionvault.local.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
 
     rt = open_runtime(t.settings)
     # Load a local model now, not inside the first save_session (it takes seconds).
     threading.Thread(target=rt.vault.embedder.embed, args=("warm up",), daemon=True).start()
+    # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
+    upkeep = Upkeep.for_target(t).start()
     print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
     try:
-        uvicorn.run(SessionVaultApp(rt), host=host, port=port, log_level="warning")
+        # No proxy in front of a local server: X-Forwarded-For must not pick the client address
+        # that failed authentications are counted by.
+        uvicorn.run(SessionVaultApp(rt), host=host, port=port, log_level="warning", proxy_headers=False)
     finally:
+        upkeep.stop()
         rt.close()
 
 

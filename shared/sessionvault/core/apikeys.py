@@ -6,8 +6,21 @@ import base64
 import hashlib
 import secrets
 
+from sessionvault.errors import AccountError
+
 PREFIX = "sv_live_"
 PREFIX_CHARS = 12  # shown next to the label, e.g. sv_live_a1b2
+SCOPES = ("read", "write", "delete")  # load/list/search, save, delete/delete all
+DEFAULT_SCOPES = ("read", "write")  # a new key cannot delete unless asked
+
+
+def parse_scopes(text: str) -> tuple[str, ...]:
+    """ "read,write" -> ("read", "write"); empty -> the default; unknown names are refused."""
+    asked = tuple(dict.fromkeys(s.strip() for s in text.split(",") if s.strip())) or DEFAULT_SCOPES
+    unknown = [s for s in asked if s not in SCOPES]
+    if unknown:
+        raise AccountError(f"unknown scope(s) {', '.join(unknown)}: choose from {', '.join(SCOPES)}")
+    return asked
 
 
 def generate() -> str:

@@ -11,6 +11,7 @@ from sessionvault.errors import DecryptionFailed
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
+TAG_BYTES = 16
 
 
 def seal(key: bytes, plaintext: bytes, associated_data: bytes) -> tuple[bytes, bytes]:

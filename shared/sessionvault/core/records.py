@@ -86,6 +86,14 @@ class DeleteArgs(Strict):
     name: Name
 
 
+class DeleteAllArgs(Strict):
+    repo: Annotated[Repo, Field(description="Only this repo; empty = every session")] = ""
+    confirm_token: Annotated[
+        str, Field(max_length=200, description="From the first call; empty = count and get a token")
+    ] = ""
+    confirm_phrase: Annotated[str, Field(max_length=100, description="Exactly: I CONFIRM DELETE ALL")] = ""
+
+
 # The record as stored (encrypted) and returned by load_session.
 RECORD_FIELDS = ("summary", "plan", "decisions", "todos", "files", "errors", "tried")
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessionvault.core import crypto
+from sessionvault.core import crypto, framing
 from sessionvault.core.budget import pack
 from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embeddings import Embedder
@@ -17,9 +17,11 @@ from sessionvault.core.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadA
 from sessionvault.core.records import preview as make_preview
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
-from sessionvault.errors import ProviderUnavailable
+from sessionvault.errors import ProviderUnavailable, QuotaExceeded
 
 RELATED_LIMIT = 5
+_STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
+SCOPES = ("read", "write", "delete")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,9 @@ class Principal:
 
     user_id: str
     wrapped_dek: WrappedKey
+    # What the key may do: read (load, list, search), write (save), delete. Internal callers
+    # (jobs, tests) act for the user with every scope; the server passes the key's own.
+    scopes: frozenset[str] = frozenset(SCOPES)
 
 
 def embedding_text(record: Mapping[str, Any]) -> str:
@@ -48,37 +53,67 @@ def open_record(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, A
 
 
 class Vault:
-    def __init__(self, db: Database, keys: DekCache, embedder: Embedder, history_keep: int = 20):
+    def __init__(
+        self,
+        db: Database,
+        keys: DekCache,
+        embedder: Embedder,
+        history_keep: int = 20,
+        quota: store.Quota = store.UNLIMITED,
+        redact: bool = True,
+    ):
         self.db = db
         self.keys = keys
         self.embedder = embedder
         self.history_keep = history_keep
+        self.quota = quota
+        self.redact = redact  # scrub secrets before anything is stored (settings.redact_secrets)
 
     def _dek(self, who: Principal) -> bytes:
         return self.keys.unwrap(who.user_id, who.wrapped_dek)
 
     def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
+        from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
+
         record = args.model_dump(mode="json")
+        # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
+        # one, and part of the AAD) and the ciphertext all come from the scrubbed record.
+        redactions: list[Redaction] = []
+        if self.redact:
+            record, redactions = scrub(record)
+        name: str = record["name"]
         # Embed before the transaction: a slow provider must not hold row locks.
         vector = self.embedder.embed(embedding_text(record))
         dek = self._dek(who)
-        head = store.Head(
-            args.name, args.repo, make_preview(args.summary), args.client, vector, self.embedder.model
-        )
+        preview = make_preview(record["summary"])
+        head = store.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
 
         def seal(row: dict[str, Any]) -> tuple[bytes, bytes]:
             record["saved_at"] = store.iso(row["updated_at"])
-            aad = crypto.session_aad(who.user_id, str(row["id"]), args.name, row["version"])
+            aad = crypto.session_aad(who.user_id, str(row["id"]), name, row["version"])
             return crypto.seal(dek, json.dumps(record).encode(), aad)
 
-        row = store.save(self.db, who.user_id, head, seal, self.history_keep)
+        size = len(json.dumps({**record, "saved_at": _STAMP_SIZED})) + crypto.NONCE_BYTES + crypto.TAG_BYTES
+        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size)
+        if row is None:
+            raise self._over_quota(who)
         return {
             "saved": True,
-            "name": args.name,
+            "name": name,  # as stored: redacted too if it held a secret
             "version": row["version"],
             "saved_at": record["saved_at"],
             "embedded": vector is not None,
+            # field and kind of each secret removed, never its value; [] when none (or when off)
+            "redacted": [r.as_dict() for r in redactions],
         }
+
+    def _over_quota(self, who: Principal) -> QuotaExceeded:
+        used = store.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0}
+        return QuotaExceeded(
+            f"storage quota reached: {used['sessions']} of {self.quota.sessions} sessions,"
+            f" {used['bytes'] // 1024} KiB of {self.quota.bytes // 1024} KiB (history included);"
+            " free space with delete_session or delete_all_sessions, then save again"
+        )
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
         dek = self._dek(who)
@@ -90,6 +125,7 @@ class Vault:
             return _not_found(args)
         record = open_record(dek, who.user_id, row)
         out: dict[str, Any] = {
+            "notice": framing.RESULT_NOTICE,
             "found": True,
             "name": row["name"],
             "repo": record["repo"],
@@ -116,7 +152,12 @@ class Vault:
         return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
-        vector = self.embedder.embed(args.query)
+        query = args.query
+        if self.redact:  # a query is not stored, but it does go to the embedding provider
+            from sessionvault.core.redact import scrub_text
+
+            query = scrub_text(query)[0]
+        vector = self.embedder.embed(query)
         if vector is None:
             raise ProviderUnavailable(
                 "semantic search is unavailable: no embedding provider answered;"

@@ -1,8 +1,10 @@
 """Admission: one statement (one round trip) that looks up the API key, sets the tenant,
 applies the rate limit of the request's budget and writes the request's audit row.
 
-`sessionvault_admit` (migration 0002) does it all inside Postgres, as the serving role and
-under RLS. Refusals are audited there too; the caller only maps the answer."""
+`sessionvault_admit` (migrations 0002, 0003) does it all inside Postgres, as the serving role
+and under RLS; the key itself is read through `sessionvault_key`, the one door the serving
+role has into the identity plane. A refused key is counted per minute (`auth_failures`), not
+stored as a row; a rate-limited call is audited. The caller only maps the answer."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class Admission:
     status: str  # ok | unknown_key | revoked_key | disabled_user | rate_limited
     user_id: str | None = None
     wrapped_dek: WrappedKey | None = None
+    scopes: frozenset[str] = frozenset()
     window: str = ""  # minute | day, when rate_limited
     limit: int = 0
     retry_after_s: int = 0
@@ -55,6 +58,7 @@ def admit(
         status=row["status"],
         user_id=str(row["user_id"]) if row["user_id"] else None,
         wrapped_dek=wrapped,
+        scopes=frozenset(row["scopes"] or ()),
         window=row["full_window"] or "",
         limit=row["window_limit"] or 0,
         retry_after_s=row["retry_after"] or 0,

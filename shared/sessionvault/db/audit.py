@@ -1,26 +1,20 @@
-"""One audit row per request: who, which tool, outcome, error class, salted hashes, and the
-latency of a request that failed. Never a raw error string, key, IP, user agent or session
-content. Admitted requests get their row from the admission statement (`db.admission`);
-`finish` marks it when the call then fails; `record` writes the row of a request that never
-reached admission (no key, a malformed key, an unreadable body)."""
+"""The audit trail: one row per admitted request (written by the admission statement,
+`db.admission`; `finish` marks a call that then failed) and one per admin action. Who, which
+tool, outcome, error class, salted hashes of IP and user agent, the latency of a failed call.
+Never a raw error string, key, IP, user agent or session content. Requests refused before or
+at authentication are counted (`auth_failures`) and logged, not stored one row each."""
 
 from __future__ import annotations
 
 import hashlib
 
 from sessionvault.db.pool import Database
+from sessionvault.errors import ErrorClass
 from sessionvault.telemetry import RequestLog
 
 
 def salted_hash(value: str | None, salt: str) -> bytes | None:
     return hashlib.sha256((value + salt).encode()).digest() if value else None
-
-
-_INSERT = """
-INSERT INTO audit_events
-    (user_id, request_id, tool, outcome, error_class, latency_ms, ip_hash, ua_hash)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-"""
 
 
 def finish(db: Database, user_id: str, audit_id: int, log: RequestLog) -> None:
@@ -32,23 +26,30 @@ def finish(db: Database, user_id: str, audit_id: int, log: RequestLog) -> None:
         )
 
 
-def record(db: Database, log: RequestLog, salt: str) -> None:
-    # No tenant for failed authentication: RLS then only admits a row with a NULL user.
-    scope = db.tenant(log.user_id) if log.user_id else db.identity()
+def admin_action(
+    db: Database,
+    tool: str,
+    user_id: str | None,
+    key_prefix: str | None,
+    request_id: str,
+    error_class: ErrorClass | None,
+) -> None:
+    """An admin action's row: in the target user's tenant, or with no user when there is none."""
+    scope = db.tenant(user_id) if user_id else db.identity()
     with scope as conn:
         conn.execute(
-            _INSERT,
-            (
-                log.user_id,
-                log.request_id,
-                log.tool,
-                log.outcome,
-                log.error_class,
-                log.latency_ms,
-                salted_hash(log.ip, salt),
-                salted_hash(log.user_agent, salt),
-            ),
+            "INSERT INTO audit_events (user_id, request_id, tool, outcome, error_class, key_prefix)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (user_id, request_id, tool, "error" if error_class else "ok", error_class, key_prefix),
         )
+
+
+def prune_auth_failures(db: Database, retention_days: int) -> int:
+    with db.identity() as conn:
+        cur = conn.execute(
+            "DELETE FROM auth_failures WHERE slot < now() - %s * interval '1 day'", (retention_days,)
+        )
+    return cur.rowcount
 
 
 _PRUNE = (

@@ -16,7 +16,17 @@ from sessionvault.errors import AccountError
 Row = dict[str, Any]
 
 
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 def create_user(db: Database, provider: KeyProvider, name: str) -> str:
+    if _is_uuid(name):  # a name that reads as an id would make lookups ambiguous
+        raise AccountError("a user name cannot be a UUID; pick a name such as alice")
     user_id = str(uuid.uuid4())
     _dek, wrapped = provider.generate_data_key(user_id)
     try:
@@ -31,9 +41,10 @@ def create_user(db: Database, provider: KeyProvider, name: str) -> str:
 
 
 def resolve_user(db: Database, user: str) -> str:
-    """A user id from an id or a name."""
+    """A user id from an id (anything that parses as a UUID) or else a name: never both."""
+    column = "id" if _is_uuid(user) else "name"
     with db.identity() as conn:
-        row = conn.execute("SELECT id FROM users WHERE name = %s OR id::text = %s", (user, user)).fetchone()
+        row = conn.execute(f"SELECT id FROM users WHERE {column}::text = %s", (user,)).fetchone()
     if row is None:
         raise AccountError(f"no user {user!r}")
     return str(row["id"])
@@ -67,13 +78,15 @@ def rewrap(db: Database, user_id: str, old_key_id: str, new: WrappedKey) -> int:
         ).rowcount
 
 
-def create_key(db: Database, user_id: str, label: str = "") -> tuple[str, str]:
+def create_key(
+    db: Database, user_id: str, label: str = "", scopes: tuple[str, ...] = apikeys.DEFAULT_SCOPES
+) -> tuple[str, str]:
     """A new key for the user: returns (the key, shown once; its display prefix)."""
     key = apikeys.generate()
     with db.identity() as conn:
         conn.execute(
-            "INSERT INTO api_keys (user_id, key_hash, key_prefix, label) VALUES (%s, %s, %s, %s)",
-            (user_id, apikeys.digest(key), apikeys.display_prefix(key), label),
+            "INSERT INTO api_keys (user_id, key_hash, key_prefix, label, scopes) VALUES (%s, %s, %s, %s, %s)",
+            (user_id, apikeys.digest(key), apikeys.display_prefix(key), label, list(scopes)),
         )
     return key, apikeys.display_prefix(key)
 
@@ -82,7 +95,7 @@ def list_keys(db: Database, user_id: str | None = None) -> list[Row]:
     with db.identity() as conn:
         return conn.execute(
             """
-            SELECT u.name AS user, k.key_prefix AS prefix, k.label, k.created_at,
+            SELECT u.name AS user, k.key_prefix AS prefix, k.label, k.scopes, k.created_at,
                    k.last_used_at, k.revoked_at
             FROM api_keys k JOIN users u ON u.id = k.user_id
             WHERE %(user_id)s::uuid IS NULL OR k.user_id = %(user_id)s::uuid
@@ -124,8 +137,14 @@ def disable_user(db: Database, user_id: str) -> None:
 
 
 def delete_user(db: Database, user_id: str) -> None:
-    """Remove the user and everything they own: sessions, versions, keys, limits, audit rows."""
+    """Remove the user and everything they own: sessions, versions, keys, limits, audit rows.
+
+    The wrapped data key is destroyed first, in a transaction of its own (crypto-shredding):
+    should the deletion stop halfway, or a copy of the session rows survive elsewhere (a
+    replica, a table-level export), no key to open them is left in this database."""
+    with db.identity() as conn:
+        conn.execute("UPDATE users SET dek_wrapped = '', key_id = 'shredded' WHERE id = %s", (user_id,))
     with db.tenant(user_id) as conn:
-        for table in ("session_versions", "sessions", "rate_counters", "audit_events"):
+        for table in ("session_versions", "sessions", "rate_counters", "user_usage", "audit_events"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         conn.execute("DELETE FROM users WHERE id = %s", (user_id,))

@@ -30,10 +30,35 @@ class Head:
     model: str | None
 
 
+@dataclass(frozen=True)
+class Quota:
+    sessions: int
+    bytes: int
+
+
+# A user's usage row appears on their first save (counted from what they stored before, for
+# users older than migration 0003); from then on saves and deletes keep it up to date.
+_ENSURE_USAGE = """
+INSERT INTO user_usage (user_id, sessions, bytes)
+SELECT %(user_id)s,
+       (SELECT count(*) FROM sessions WHERE user_id = %(user_id)s),
+       (SELECT coalesce(sum(octet_length(nonce) + octet_length(ciphertext)), 0)
+        FROM session_versions WHERE user_id = %(user_id)s)
+WHERE NOT EXISTS (SELECT 1 FROM user_usage WHERE user_id = %(user_id)s)
+ON CONFLICT (user_id) DO NOTHING
+"""
+# Inserts (or bumps) nothing when the save would pass a quota: no row comes back. The usage
+# row's lock serialises one user's saves, so two cannot both slip under the limit.
 _UPSERT_HEAD = """
+WITH usage AS (SELECT sessions, bytes FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE)
 INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model,
                       created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, 1, %s, %s, clock_timestamp(), clock_timestamp())
+SELECT %(user_id)s, %(name)s, %(repo)s, %(preview)s, %(client)s, 1, %(embedding)s, %(model)s,
+       clock_timestamp(), clock_timestamp()
+FROM usage
+WHERE usage.bytes + %(size)s <= %(max_bytes)s
+  AND (usage.sessions < %(max_sessions)s
+       OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
 ON CONFLICT (user_id, name) DO UPDATE SET
     repo = EXCLUDED.repo, preview = EXCLUDED.preview, client = EXCLUDED.client,
     version = sessions.version + 1, embedding = EXCLUDED.embedding,
@@ -45,7 +70,19 @@ _INSERT_VERSION = """
 INSERT INTO session_versions (session_id, user_id, version, nonce, ciphertext, client, saved_at)
 VALUES (%s, %s, %s, %s, %s, %s, %s)
 """
-_PRUNE_VERSIONS = "DELETE FROM session_versions WHERE session_id = %s AND version < %s"
+# Older versions beyond the history depth go; the usage row learns what was added and freed.
+_PRUNE_AND_COUNT = """
+WITH gone AS (
+    DELETE FROM session_versions WHERE session_id = %(session_id)s AND version < %(oldest_kept)s
+    RETURNING octet_length(nonce) + octet_length(ciphertext) AS n
+)
+UPDATE user_usage
+SET bytes = bytes + %(added)s - (SELECT coalesce(sum(n), 0) FROM gone),
+    sessions = sessions + %(new_session)s
+WHERE user_id = %(user_id)s
+"""
+_USAGE = "SELECT sessions, bytes FROM user_usage WHERE user_id = %s"
+UNLIMITED = Quota(sessions=2**31 - 1, bytes=2**62)
 
 
 def save(
@@ -54,24 +91,44 @@ def save(
     head: Head,
     seal: Callable[[Row], tuple[bytes, bytes]],
     keep_previous: int,
-) -> Row:
+    quota: Quota = UNLIMITED,
+    size: int = 0,
+) -> Row | None:
     """Create the session or bump its version, then store `seal(head row)` (nonce, ciphertext)
-    as that version. The head's row lock serialises concurrent saves of one name;
+    as that version; None, with nothing written, when the save (about `size` bytes) would pass
+    the quota. The head's row lock serialises concurrent saves of one name;
     clock_timestamp(), not now(): a save that waited for the lock is the newer one."""
-    model = head.model if head.embedding else None
+    params = {
+        "user_id": user_id,
+        "name": head.name,
+        "repo": head.repo,
+        "preview": head.preview,
+        "client": head.client,
+        "embedding": _vec(head.embedding),
+        "model": head.model if head.embedding else None,
+        "size": size,
+        "max_bytes": quota.bytes,
+        "max_sessions": quota.sessions,
+    }
 
-    def work(conn: Connection) -> Row:
-        row = conn.execute(
-            _UPSERT_HEAD,
-            (user_id, head.name, head.repo, head.preview, head.client, _vec(head.embedding), model),
-        ).fetchone()
-        assert row is not None  # INSERT ... RETURNING always returns the row
+    def work(conn: Connection) -> Row | None:
+        conn.execute(_ENSURE_USAGE, {"user_id": user_id})
+        row = conn.execute(_UPSERT_HEAD, params).fetchone()
+        if row is None:
+            return None
         nonce, ciphertext = seal(row)
         conn.execute(
             _INSERT_VERSION,
             (row["id"], user_id, row["version"], nonce, ciphertext, head.client, row["updated_at"]),
         )
-        conn.execute(_PRUNE_VERSIONS, (row["id"], row["version"] - keep_previous))
+        counts = {
+            "session_id": row["id"],
+            "oldest_kept": row["version"] - keep_previous,
+            "added": len(nonce) + len(ciphertext),
+            "new_session": 1 if row["version"] == 1 else 0,
+            "user_id": user_id,
+        }
+        conn.execute(_PRUNE_AND_COUNT, counts)
         return row
 
     # Not idempotent (a second run adds a version): retried only if it failed before COMMIT.
@@ -175,19 +232,51 @@ def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetim
     return db.in_tenant(user_id, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
 
 
+# The statement's snapshot predates the cascade, so the join still sees the versions it
+# removes; the usage row gives back what they took. %s: a fixed filter on `sessions`.
+_DELETE = """
+WITH gone AS (DELETE FROM sessions WHERE user_id = %%(user_id)s AND %s RETURNING id),
+freed AS (
+    SELECT count(DISTINCT gone.id) AS sessions, count(v.version) AS versions,
+           coalesce(sum(octet_length(v.nonce) + octet_length(v.ciphertext)), 0) AS bytes
+    FROM gone LEFT JOIN session_versions v ON v.session_id = gone.id
+),
+counted AS (
+    UPDATE user_usage SET sessions = greatest(sessions - (SELECT sessions FROM freed), 0),
+                          bytes = greatest(bytes - (SELECT bytes FROM freed), 0)
+    WHERE user_id = %%(user_id)s
+)
+SELECT sessions, versions FROM freed
+"""
+
+
 def delete(db: Database, user_id: str, name: str) -> int | None:
     """Delete a session and its history; the number of versions removed, or None if absent."""
+    row = _one(db, user_id, _DELETE % "name = %(name)s", {"user_id": user_id, "name": name})
+    return row["versions"] if row and row["sessions"] else None
+
+
+def delete_all(db: Database, user_id: str, repo: str) -> tuple[int, int]:
+    """Delete every session (of `repo`, when given): (sessions, versions) removed."""
     row = _one(
-        db,
-        user_id,
-        """
-        WITH gone AS (DELETE FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s RETURNING id)
-        SELECT count(v.version) AS versions, count(DISTINCT gone.id) AS found
-        FROM gone LEFT JOIN session_versions v ON v.session_id = gone.id
-        """,
-        {"user_id": user_id, "name": name},
+        db, user_id, _DELETE % "(%(repo)s = '' OR repo = %(repo)s)", {"user_id": user_id, "repo": repo}
     )
-    return row["versions"] if row and row["found"] else None
+    return (row["sessions"], row["versions"]) if row else (0, 0)
+
+
+_COUNT = (
+    "SELECT count(*) AS n FROM sessions WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)"
+)
+
+
+def count(db: Database, user_id: str, repo: str) -> int:
+    row = _one(db, user_id, _COUNT, {"user_id": user_id, "repo": repo})
+    return int(row["n"]) if row else 0
+
+
+def usage(db: Database, user_id: str) -> Row | None:
+    """The user's stored sessions and bytes (None before their first save)."""
+    return _one(db, user_id, _USAGE, (user_id,))
 
 
 def _vec(embedding: list[float] | None) -> Vector | None:
@@ -198,6 +287,6 @@ def iso(ts: datetime) -> str:
     return ts.isoformat(timespec="seconds")
 
 
-def _one(db: Database, user_id: str, sql: str, params: dict[str, Any]) -> Row | None:
+def _one(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
     """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
     return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()

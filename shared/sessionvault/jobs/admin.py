@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sessionvault import telemetry
+from sessionvault.core import apikeys
 from sessionvault.core.keys import KmsKeyProvider
-from sessionvault.db import identity
-from sessionvault.errors import AccountError
+from sessionvault.db import audit, identity
+from sessionvault.errors import AccountError, ErrorClass
 from sessionvault.jobs import rotation
 from sessionvault.runtime import Runtime
 
@@ -30,8 +32,15 @@ def create_user(rt: Runtime, event: Event) -> dict[str, Any]:
 
 
 def create_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    key, prefix = identity.create_key(rt.db, _user(rt, event), str(event.get("label", "")))
-    return {"key": key, "prefix": prefix, "note": "shown once: store it now"}
+    user_id, scopes = _user(rt, event), apikeys.parse_scopes(str(event.get("scopes", "")))
+    key, prefix = identity.create_key(rt.db, user_id, str(event.get("label", "")), scopes)
+    return {
+        "key": key,
+        "prefix": prefix,
+        "scopes": list(scopes),
+        "user_id": user_id,
+        "note": "shown once: store it now",
+    }
 
 
 def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
@@ -44,17 +53,21 @@ def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
 
 def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
     user = _user(rt, event) if (event.get("user_id") or event.get("user")) else None
-    return {"revoked": identity.revoke_key(rt.db, str(event.get("prefix", "")), user)}
+    named = str(event.get("prefix", ""))
+    revoked = identity.revoke_key(rt.db, named, user)
+    return {"revoked": revoked, "prefix": apikeys.display_prefix(named), "user_id": user}
 
 
 def disable_user(rt: Runtime, event: Event) -> dict[str, Any]:
-    identity.disable_user(rt.db, _user(rt, event))
-    return {"disabled": True}
+    user_id = _user(rt, event)
+    identity.disable_user(rt.db, user_id)
+    return {"disabled": True, "user_id": user_id}
 
 
 def delete_user(rt: Runtime, event: Event) -> dict[str, Any]:
-    identity.delete_user(rt.db, _user(rt, event))
-    return {"deleted": True}
+    user_id = _user(rt, event)
+    identity.delete_user(rt.db, user_id)
+    return {"deleted": True, "user_id": user_id}
 
 
 def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
@@ -71,11 +84,24 @@ ACTIONS: dict[str, Callable[[Runtime, Event], dict[str, Any]]] = {
 }
 
 
-def dispatch(rt: Runtime, event: Event) -> dict[str, Any]:
-    action = ACTIONS.get(str(event.get("action", "")))
+def dispatch(rt: Runtime, event: Event, request_id: str = "") -> dict[str, Any]:
+    """Run one action; every action, refused or not, leaves one log line and one audit row
+    (action, target user, key prefix, request id; never a key)."""
+    name = str(event.get("action", ""))
+    action = ACTIONS.get(name)
     if action is None:
         return {"ok": False, "error": f"unknown action; one of: {', '.join(ACTIONS)}"}
     try:
-        return {"ok": True, **action(rt, event)}
+        answer = {"ok": True, **action(rt, event)}
     except AccountError as exc:
-        return {"ok": False, "error": str(exc)}
+        answer = {"ok": False, "error": str(exc)}
+    _record(rt, name, answer, request_id)
+    return answer
+
+
+def _record(rt: Runtime, action: str, answer: dict[str, Any], request_id: str) -> None:
+    user_id, prefix = answer.get("user_id"), answer.get("prefix")
+    error_class: ErrorClass | None = None if answer["ok"] else "validation"
+    fields = {"action": action, "target_user_id": user_id, "key_prefix": prefix, "request_id": request_id}
+    telemetry.logger().info("admin action", extra={**fields, "ok": answer["ok"]})
+    audit.admin_action(rt.db, f"admin:{action}", user_id, prefix, request_id, error_class)

@@ -25,7 +25,8 @@ def prune_rate_limits(rt: Runtime) -> dict[str, int]:
 def prune_audit(rt: Runtime) -> dict[str, int]:
     days = rt.settings.audit_retention_days
     deleted = sum(audit.prune(rt.db, u["id"], days) for u in identity.users(rt.db))
-    return {"deleted": deleted + audit.prune(rt.db, None, days)}
+    deleted += audit.prune(rt.db, None, days) + audit.prune_auth_failures(rt.db, days)
+    return {"deleted": deleted}
 
 
 def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:

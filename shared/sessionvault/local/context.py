@@ -1,11 +1,13 @@
 """What a session-start hook hands the model: the latest session for this repo as compact
-markdown, in each client's SessionStart hook JSON. All three hook clients read the same shape:
+markdown, its saved content framed as notes from an earlier session (data, not instructions:
+see core/framing.py), in each client's SessionStart hook JSON. All three hook clients read the
+same shape:
 
     {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "<markdown>"}}
 
 The hook must never slow down or break a start: one stateless `tools/call` (`rpc`), a hard
 deadline of TIMEOUT_S for git and network together, and on any failure a one-line note as the
-context. Imports stay light (stdlib, `rpc`, `repo`): no httpx2, mcp, psycopg or tomlkit."""
+context. Imports stay light (stdlib, `rpc`, `repo`, `framing`): no httpx2, mcp, psycopg or tomlkit."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sessionvault.core import framing
 from sessionvault.errors import ToolCallFailed
 from sessionvault.local import rpc
 from sessionvault.local.repo import current_repo
@@ -24,14 +27,6 @@ from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 TIMEOUT_S = 0.8  # git + connect + request + response, all together
 CONTEXT_CAP = 2000  # characters of markdown handed to the model
 DOCTOR = "run `sessionvault doctor`"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _one_line(text: Any, limit: int) -> str:
-    return _clip(" ".join(str(text).split()), limit)
 
 
 def _when(saved_at: str) -> str:
@@ -44,54 +39,86 @@ def _when(saved_at: str) -> str:
     return moment.isoformat(sep=" ", timespec="minutes")
 
 
-def render_session(session: Mapping[str, Any], cap: int = CONTEXT_CAP) -> str:
-    """The session as compact markdown of at most `cap` characters.
+SUMMARY_CHARS = 800
+ITEM_CHARS = 200
+MIN_NOTES = 60  # below this many characters for the notes, use the short notice, then drop the heading
+HINT = "Full record: call load_session with the session name from the notes."
+FALLBACK = "SessionVault: a saved session exists for this repo; call load_session to see it."
 
-    Header and summary come first; then next steps, decisions, files and what was tried,
-    each list cut short (with a count of what was left out) once the budget runs out.
-    """
-    name = str(session.get("name", ""))
-    by = f" by {session['client']}" if session.get("client") else ""
-    head = [
-        f"## SessionVault: last session for `{session.get('repo') or 'this repo'}`",
-        f"**{name}** v{session.get('version', '?')}, saved{by} at {_when(session.get('saved_at', ''))}. "
-        f'Full record: load_session with name "{name}".',
-        "",
-        f"**Summary:** {_clip(str(session.get('summary', '')).strip(), 800)}",
+
+def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
+    """The lines inside the fence, at most `budget` characters joined: every one a label of our
+    own followed by flattened saved values (framing.flatten), so no saved text starts a line."""
+    name = framing.flatten(session.get("name", ""), 200)
+    version = framing.flatten(session.get("version", "?"), 20)
+    by = f" by {framing.flatten(session['client'], 100)}" if session.get("client") else ""
+    when = framing.flatten(_when(session.get("saved_at", "")), 60)
+    summary = framing.flatten(session.get("summary", ""), SUMMARY_CHARS)
+    lines = [
+        framing.clip(f"**{name}** v{version}, saved{by} at {when}", budget),
     ]
-    decisions = [
-        f"{d.get('decision', '')} (why: {d.get('reason', '')})" if isinstance(d, dict) else str(d)
-        for d in session.get("decisions") or []
-    ]
+    used = len(lines[0])
+    summary_line = framing.clip(f"**Summary:** {summary}", budget - used - 1)
+    if not summary_line:
+        return lines
+    lines.append(summary_line)
+    used += 1 + len(summary_line)
+
+    def decision(d: Any) -> str:
+        if isinstance(d, dict):
+            what = framing.flatten(d.get("decision", ""), ITEM_CHARS)
+            why = framing.flatten(d.get("reason", ""), ITEM_CHARS)
+            return framing.clip(f"{what} (why: {why})", ITEM_CHARS)
+        return framing.flatten(d, ITEM_CHARS)
+
     sections = [
-        ("Next steps", session.get("todos") or []),
-        ("Decisions", decisions),
-        ("Files", session.get("files") or []),
-        ("Tried", session.get("tried") or []),
+        ("Next steps", [framing.flatten(t, ITEM_CHARS) for t in session.get("todos") or []]),
+        ("Decisions", [decision(d) for d in session.get("decisions") or []]),
+        ("Files", [framing.flatten(f, ITEM_CHARS) for f in session.get("files") or []]),
+        ("Tried", [framing.flatten(t, ITEM_CHARS) for t in session.get("tried") or []]),
     ]
-    text = "\n".join(head)
-    if len(text) > cap:
-        return text[: cap - 1] + "…"
     for title, items in sections:
         if not items:
             continue
-        lines = [f"- {_one_line(item, 200)}" for item in items]
-        block = f"\n\n**{title}**"
+        block = [f"**{title}**"]
+        size = 1 + len(block[0])
         kept = 0
-        for i, line in enumerate(lines):
-            rest = len(lines) - i - 1
-            more = f"\n- … {rest} more" if rest else ""
+        for i, item in enumerate(items):
+            line = f"- {item}"
+            rest = len(items) - i - 1
+            more = 1 + len(f"- … {rest} more") if rest else 0
             # Keep room for the "… N more" line that would follow if the next item does not fit.
-            if len(text) + len(block) + 1 + len(line) + len(more) > cap:
+            if used + size + 1 + len(line) + more > budget:
                 break
-            block += "\n" + line
+            block.append(line)
+            size += 1 + len(line)
             kept += 1
         if kept == 0:
             break  # not even one item fits: later sections will not either
-        if kept < len(lines):
-            block += f"\n- … {len(lines) - kept} more"
-        text += block
-    return text
+        if kept < len(items):
+            block.append(f"- … {len(items) - kept} more")
+            size += 1 + len(block[-1])
+        lines += block
+        used += size
+    return lines
+
+
+def render_session(session: Mapping[str, Any], cap: int = CONTEXT_CAP) -> str:
+    """The session as compact markdown of at most `cap` characters: a heading, then the saved
+    content framed as notes from an earlier session (framing.frame), never as markdown of its own.
+
+    Inside the block the header line and summary come first; then next steps, decisions, files
+    and what was tried, each list cut short (with a count of what was left out) once the budget
+    runs out. A small `cap` first shortens the notice, then drops the heading.
+    """
+    heading = f"## SessionVault: last session for `{framing.code(session.get('repo') or 'this repo', 200)}`"
+    for head, short in (([heading, HINT], False), ([heading], True), ([], True)):
+        budget = cap - sum(len(line) + 1 for line in head) - framing.overhead(short)
+        if budget >= MIN_NOTES:
+            text = "\n".join([*head, framing.frame(_notes(session, budget), short=short)])
+            if len(text) <= cap:
+                return text
+    return framing.clip(FALLBACK, cap)
 
 
 def _note(text: str) -> str:
@@ -136,13 +163,13 @@ def session_context(
     try:
         session = rpc.tool_result(reply)
     except ToolCallFailed as exc:
-        return _note(f"load_session failed: {_one_line(exc, 200)}")
+        return _note(f"load_session failed: {framing.flatten(exc, 200)}")
     except (ValueError, LookupError, TypeError, AttributeError):
         return _note(f"unexpected answer from {url}; {DOCTOR}.")
     if not session.get("found"):
         return _note(
-            f"no saved session for repo `{repo}` yet. Before you stop or hand off, "
-            f'call save_session with repo "{repo}".'
+            f"no saved session for repo `{framing.code(repo, 300)}` yet. Before you stop or hand off, "
+            f"call save_session with repo {framing.quote(repo, 300)}."
         )
     return render_session(session)
 

@@ -16,6 +16,7 @@ from sessionvault.local.secretfile import read_or_create_secret
 DATABASE = "sessionvault"
 APP_ROLE = "sessionvault_app"
 ADMIN_ROLE = "sessionvault_admin"
+MAINT_ROLE = "sessionvault_maint"
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class Embedded:
     home: Path
     owner_url: str  # superuser: migrations only
     app_url: str  # the server's own role: no superuser, no BYPASSRLS
-    admin_url: str  # users, keys and maintenance: no superuser, no BYPASSRLS either
+    admin_url: str  # users and keys: no superuser, no BYPASSRLS either
+    maint_url: str  # pruning and re-embedding: reads users' wrapped keys, writes no identity row
 
     @property
     def master_key_file(self) -> Path:
@@ -47,13 +49,14 @@ def start(home: Path) -> Embedded:
     create_database(make_conninfo("", **base), DATABASE)
     owner_url = make_conninfo("", **{**base, "dbname": DATABASE})
     migrate(owner_url)
-    enable_login(owner_url, (APP_ROLE, ADMIN_ROLE))  # local sockets use trust auth
+    enable_login(owner_url, (APP_ROLE, ADMIN_ROLE, MAINT_ROLE))  # local sockets use trust auth
     as_role = {**base, "dbname": DATABASE, "password": ""}
     return Embedded(
         home,
         owner_url,
         make_conninfo("", **{**as_role, "user": APP_ROLE}),
         make_conninfo("", **{**as_role, "user": ADMIN_ROLE}),
+        make_conninfo("", **{**as_role, "user": MAINT_ROLE}),
     )
 
 

@@ -84,4 +84,4 @@ def ensure_user(rt: Runtime, name: str, label: str) -> str | None:
         return None
     except AccountError:
         user_id = identity.create_user(rt.db, rt.keys.provider, name)
-    return identity.create_key(rt.db, user_id, label)[0]
+    return identity.create_key(rt.db, user_id, label, ("read", "write", "delete"))[0]

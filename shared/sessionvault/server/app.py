@@ -1,11 +1,20 @@
-"""The HTTP app: body cap -> JSON -> admission (API key, tenant, rate limit, audit row: one
-round trip) -> MCP tool -> log line.
+"""The HTTP app: edge checks (Host, Origin, Content-Type; in local mode, failed
+authentications per client address) -> body cap -> JSON -> admission (API key, tenant, rate
+limit, audit row: one round trip) -> MCP tool -> log line.
+
+Everything before admission is free of database work, so nothing unauthenticated can grow the
+database: a request refused before or at authentication leaves no row; the log line (with
+`auth_reason` or `edge_check`) and the metrics count it. Every request but /health ends in
+exactly one log line and its metrics, whatever happens: an exception nobody expected becomes a
+500 with a generic body, and the log names the exception's type, never its message.
 
 A plain ASGI callable with no lifespan (Mangum would run one on every invocation): the MCP
 session manager is started once per event loop instead (`mcp_host`)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 
 import anyio.to_thread
@@ -19,7 +28,7 @@ from sessionvault import telemetry
 from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import auth
+from sessionvault.server import auth, guard
 from sessionvault.server.edge import (
     UNAVAILABLE,
     answered_with_error,
@@ -34,17 +43,42 @@ from sessionvault.server.mcp_host import ManagerPerLoop
 from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
+INTERNAL = json.dumps({"error": "internal error"}).encode()
+NOT_FOUND = json.dumps({"error": "not found"}).encode()
+NOT_ALLOWED = json.dumps({"error": "method not allowed"}).encode()
+
+
+class _Answer:
+    """An ASGI `send` that notes whether the response has begun (no other may follow)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.status = 0  # 0: not begun
+
+    @property
+    def started(self) -> bool:
+        return self.status != 0
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)
 
 
 class SessionVaultApp:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.server = build_server(runtime.vault)
-        hosts = list(runtime.settings.allowed_hosts)
-        # Behind API Gateway the Host is the API's domain and the key is the only credential;
-        # on 127.0.0.1 keep the SDK's DNS-rebinding check with the local names.
+        settings = runtime.settings
+        local = guard.is_local(settings)
+        self.policy = guard.HeaderPolicy.from_settings(settings)
+        self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
+        # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
+        # behind API Gateway the Host is the API's domain) is kept, with the same lists.
         self.security = TransportSecuritySettings(
-            enable_dns_rebinding_protection="*" not in hosts, allowed_hosts=hosts
+            enable_dns_rebinding_protection=local,
+            allowed_hosts=list(settings.allowed_hosts),
+            allowed_origins=list(self.policy.origins),
         )
         self.manager = ManagerPerLoop(
             lambda: StreamableHTTPSessionManager(
@@ -59,19 +93,16 @@ class SessionVaultApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
-            return
-        path = scope["path"].rstrip("/") or "/"
-        if path == "/health":
-            await respond(send, 200, b'{"ok": true}')
-        elif path != "/mcp":
-            await respond(send, 404, b'{"error": "not found"}')
-        elif scope["method"] != "POST":
-            # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
-            await respond(send, 405, b'{"error": "method not allowed"}', {"Allow": "POST"})
-        else:
-            await self.handle_mcp(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})  # not served: an HTTP 403
+        elif scope["type"] == "http":
+            if (scope["path"].rstrip("/") or "/") == "/health":
+                await respond(send, 200, b'{"ok": true}')
+            else:
+                await self.handle(scope, receive, send)
 
-    async def handle_mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One request, one answer, one log line: whatever `_serve` raises is answered here."""
         started = time.perf_counter()
         headers = headers_of(scope)
         log = telemetry.RequestLog(
@@ -79,19 +110,40 @@ class SessionVaultApp:
             ip=(scope.get("client") or ("", 0))[0],
             user_agent=headers.get("user-agent", ""),
         )
+        answer = _Answer(send)
         try:
-            await self._serve(scope, receive, send, headers, log)
-        except Refused as refusal:
-            log.status, log.error_class = refusal.status, refusal.error_class
-            await respond(send, refusal.status, refusal.body, refusal.headers)
+            try:
+                await self._serve(scope, receive, answer, headers, log)
+            except Refused as refusal:
+                refusal.__traceback__ = None  # a shared instance would grow it with every raise
+                log.status, log.error_class = refusal.status, refusal.error_class
+                if not answer.started:
+                    await respond(answer, refusal.status, refusal.body, refusal.headers)
+        except Exception as exc:  # the catch-all: the type is logged, never the message
+            log.failure, log.error_class = type(exc).__name__, "internal"
+            log.status = answer.status or 500
+            if not answer.started:
+                with contextlib.suppress(Exception):  # the client may be gone: log it anyway
+                    await respond(answer, 500, INTERNAL)
         log.latency_ms = int((time.perf_counter() - started) * 1000)
-        if log.audit_id is None or (log.admitted and log.error_class):
-            await anyio.to_thread.run_sync(self._audit, log)  # a database write: off the loop
+        if log.admitted and log.error_class:
+            await anyio.to_thread.run_sync(self._finish, log)  # a database write: off the loop
+        if self.failures is not None:
+            if log.auth_reason:
+                self.failures.failed(log.ip)
+            elif log.admitted:
+                self.failures.admitted(guard.key_digest(headers.get("authorization")))
         telemetry.emit(log)
 
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
     ) -> None:
+        if (scope["path"].rstrip("/") or "/") != "/mcp":
+            raise Refused(404, NOT_FOUND, "validation")
+        if scope["method"] != "POST":
+            # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
+            raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
+        self._check_edge(headers, log)
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
         authorization = headers.get("authorization")
@@ -107,6 +159,19 @@ class SessionVaultApp:
         finally:
             current_call.reset(token)
         log.error_class = state.error_class or answered_with_error(log.status, reply)
+
+    def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+        """Refuse before the body is read and before any database work (`guard`)."""
+        check = self.policy.check(headers)
+        if check is not None:
+            log.edge_check = check
+            raise guard.refusal(check)
+        if self.failures is None:
+            return
+        wait = self.failures.retry_after(log.ip)
+        if wait and not self.failures.known(guard.key_digest(headers.get("authorization"))):
+            log.edge_check = "auth_failures"
+            raise guard.too_many_failures(wait)
 
     async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
         """Hand the (already read) body to the SDK; returns the status and the reply body."""
@@ -133,14 +198,13 @@ class SessionVaultApp:
         await manager.handle_request(scope, replay, watch)
         return status, bytes(reply)
 
-    def _audit(self, log: telemetry.RequestLog) -> None:
-        """The audit row of a request that never reached admission, or the outcome of an
-        admitted call that failed (admission wrote the row of every other request)."""
+    def _finish(self, log: telemetry.RequestLog) -> None:
+        """The outcome of an admitted call that failed, on the row admission wrote. Requests
+        refused before or at admission get no row from here: their log line counts them."""
+        if log.user_id is None or log.audit_id is None:
+            return
         try:
-            if log.audit_id is None:
-                audit.record(self.rt.db, log, self.rt.settings.audit_salt)
-            elif log.user_id:
-                audit.finish(self.rt.db, log.user_id, log.audit_id, log)
+            audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
 

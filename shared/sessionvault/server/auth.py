@@ -15,7 +15,9 @@ from sessionvault.runtime import Runtime
 from sessionvault.server.edge import UNAUTHORIZED
 from sessionvault.telemetry import RequestLog
 
-_REFUSED = Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": "Bearer"})
+
+def _refused() -> Refused:
+    return Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": "Bearer"})
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -30,7 +32,7 @@ def admit(rt: Runtime, authorization: str | None, budget: admission.Budget, log:
     token = bearer_token(authorization)
     if token is None or not apikeys.looks_like_key(token):
         log.auth_reason = "missing" if token is None else "malformed"
-        raise _REFUSED
+        raise _refused()
     settings = rt.settings
     limits = (
         admission.Limits(settings.rate_per_minute, settings.rate_per_day)
@@ -52,9 +54,9 @@ def admit(rt: Runtime, authorization: str | None, budget: admission.Budget, log:
         raise Refused(429, _rate_limited(result), "rate_limit", {"Retry-After": str(result.retry_after_s)})
     if result.status != "ok" or result.user_id is None or result.wrapped_dek is None:
         log.auth_reason = result.status
-        raise _REFUSED
+        raise _refused()
     log.admitted = True
-    return Principal(result.user_id, result.wrapped_dek)
+    return Principal(result.user_id, result.wrapped_dek, result.scopes)
 
 
 def _rate_limited(result: admission.Admission) -> bytes:

@@ -1,4 +1,5 @@
-"""The five MCP tools: compact hand-checked schemas from the pydantic models, one dispatcher."""
+"""The MCP tools: compact hand-checked schemas from the pydantic models, one dispatcher, and each
+tool's scope (what the API key must allow)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 import sessionvault
-from sessionvault.core import records
+from sessionvault.core import framing, purge, records
 from sessionvault.core.vault import Principal, Vault
 from sessionvault.errors import ErrorClass, VaultError
 from sessionvault.server import prompts
@@ -52,7 +53,9 @@ class ToolSpec:
     description: str
     args: type[records.Strict]
     run: Callable[[Vault, Principal, Any], dict[str, Any]]
+    scope: str  # what the API key must allow: read, write or delete
     annotations: types.ToolAnnotations
+    quotes_notes: bool = False  # the result carries saved text: framed as data for the model
 
     def definition(self) -> types.Tool:
         return types.Tool(
@@ -73,6 +76,7 @@ TOOLS = [
         "Same name = new version; earlier versions are kept. Returns name, version, saved_at.",
         records.SaveArgs,
         Vault.save,
+        "write",
         types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
     ),
     ToolSpec(
@@ -81,28 +85,44 @@ TOOLS = [
         "Never guesses: found=false if absent.",
         records.LoadArgs,
         Vault.load,
+        "read",
         READ_ONLY,
+        quotes_notes=True,
     ),
     ToolSpec(
         "search_sessions",
         "Find saved sessions by meaning (semantic search), best first.",
         records.SearchArgs,
         Vault.search,
+        "read",
         READ_ONLY,
+        quotes_notes=True,
     ),
     ToolSpec(
         "list_sessions",
         "List saved sessions, newest first, with a short preview.",
         records.ListArgs,
         Vault.list,
+        "read",
         READ_ONLY,
+        quotes_notes=True,
     ),
     ToolSpec(
         "delete_session",
         "Delete a session and all its versions. Cannot be undone.",
         records.DeleteArgs,
         Vault.delete,
+        "delete",
         types.ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+    ),
+    ToolSpec(
+        "delete_all_sessions",
+        "Delete every session (or one repo's) in two steps: the first call only counts and returns "
+        "a confirm_token; a second call with it and confirm_phrase 'I CONFIRM DELETE ALL' deletes.",
+        records.DeleteAllArgs,
+        purge.delete_all,
+        "delete",
+        types.ToolAnnotations(destructive_hint=True, idempotent_hint=False, open_world_hint=False),
     ),
 ]
 _BY_NAME = {spec.name: spec for spec in TOOLS}
@@ -120,6 +140,12 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
     if spec is None:
         state.error_class = "validation"
         return _error(f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
+    if spec.scope not in state.principal.scopes:
+        state.error_class = "scope"
+        return _error(
+            f"this API key lacks the {spec.scope!r} scope that {name} needs;"
+            f" create a key with it: sessionvault key create --scope {','.join(sorted({spec.scope, 'read'}))}"
+        )
     try:
         args = records.parse(spec.args, arguments)
         result = await anyio.to_thread.run_sync(partial(spec.run, vault, state.principal, args))
@@ -138,7 +164,8 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
         frames = "".join(traceback.format_tb(exc.__traceback__))
         log.error("tool failed", extra={"tool": name, "error_type": type(exc).__name__, "frames": frames})
         return _error("internal error")
-    text = json.dumps(result, ensure_ascii=False)  # the same form estimate_tokens counts
+    # Saved text reaches the model framed as notes, not instructions (framing.frame_json).
+    text = framing.frame_json(result) if spec.quotes_notes else json.dumps(result, ensure_ascii=False)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=result
     )
@@ -155,7 +182,10 @@ def build_server(vault: Vault) -> Server:
     schemas = {tool.name: tool.input_schema for tool in definitions()}
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(definitions()))
+        allowed = current_call.get().principal.scopes  # only the tools this key may call
+        return types.ListToolsResult(
+            tools=[t for t, s in zip(definitions(), TOOLS, strict=True) if s.scope in allowed]
+        )
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await call_tool(vault, params.name, params.arguments)

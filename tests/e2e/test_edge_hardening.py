@@ -1,0 +1,327 @@
+"""End to end, through uvicorn on a real socket: nothing unauthenticated can crash the server
+or grow the database. Requests refused at the edge never reach the database, failed
+authentications are counted (a log line, a counter per minute) rather than stored one row
+each, one address that keeps failing is held off in memory, an exception nobody expected
+still leaves its log line, and a local server prunes its own old rows."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import psycopg
+import pytest
+from psycopg import sql
+
+from sessionvault.db import identity as accounts
+from sessionvault.db.pool import Database
+from sessionvault.jobs import maintenance
+from sessionvault.local import upkeep
+from sessionvault.local.target import Target
+from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.server import auth
+from sessionvault.server.app import SessionVaultApp
+
+from ..conftest import ServerThread, admin_db, free_port, make_settings, make_user
+
+LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+def unknown_key() -> str:
+    return "sv_live_" + secrets.token_urlsafe(24)
+
+
+def post(
+    http: httpx2.Client, url: str, body: bytes = LIST_TOOLS, key: str | None = None, **headers: str
+) -> httpx2.Response:
+    sent = {**JSON, **{k.replace("_", "-"): v for k, v in headers.items()}}
+    if key:
+        sent["Authorization"] = f"Bearer {key}"
+    return http.post(url, content=body, headers=sent)
+
+
+def table_rows(pg: Any) -> dict[str, int]:
+    """Rows in every table of the schema, read as the owner (a superuser: no RLS in the way)."""
+    with psycopg.connect(pg.owner_url) as conn:
+        names = [
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+        ]
+        query = sql.SQL("SELECT count(*) FROM {}")
+        return {n: conn.execute(query.format(sql.Identifier(n))).fetchone()[0] for n in names}  # type: ignore[index]
+
+
+def grown(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {t: after[t] - before.get(t, 0) for t in after if after[t] != before.get(t, 0)}
+
+
+def request_lines(out: str) -> list[dict[str, Any]]:
+    lines = [json.loads(x) for x in out.splitlines() if x.startswith('{"level"')]
+    return [x for x in lines if x.get("message") == "request"]
+
+
+def logged_until(capfd: pytest.CaptureFixture[str], request_id: str) -> str:
+    """What the server wrote to stdout until the log line of `request_id` (it is written just
+    after the answer is sent, so it may come a moment after the client has its reply)."""
+    out, deadline = "", time.monotonic() + 5
+    while time.monotonic() < deadline:
+        out += capfd.readouterr().out
+        if f'"correlation_id":"{request_id}"' in out:
+            break
+        time.sleep(0.02)
+    return out
+
+
+@pytest.fixture(scope="module")
+def edge(runtime: Runtime) -> Iterator[ServerThread]:
+    """A server of this module's own: its per-address failure count starts at zero."""
+    with ServerThread(runtime) as s:
+        yield s
+
+
+@pytest.fixture
+def http() -> Iterator[httpx2.Client]:
+    with httpx2.Client(timeout=30) as client:
+        yield client
+
+
+# --- refused at the edge: before the body, before the database ----------------------------------
+
+
+def test_a_text_plain_post_is_a_415_and_writes_nothing(edge, runtime, pg, http):
+    user = make_user(runtime)
+    before = table_rows(pg)
+    # The one POST any web page may send to 127.0.0.1 without asking first, even with a good key.
+    for key in (user.key, unknown_key(), None):
+        reply = post(http, edge.url, key=key, Content_Type="text/plain")
+        assert reply.status_code == 415 and reply.json() == {"error": "Content-Type must be application/json"}
+    assert grown(before, table_rows(pg)) == {}
+
+
+def test_a_foreign_host_is_a_421_and_a_foreign_origin_a_403(edge, runtime, pg, http):
+    user = make_user(runtime)
+    before = table_rows(pg)
+    rebound = post(http, edge.url, key=user.key, Host=f"attacker.example:{edge.port}")
+    assert rebound.status_code == 421 and rebound.json() == {"error": "invalid Host header"}
+    for origin in ("https://attacker.example", "null", f"http://attacker.example:{edge.port}"):
+        reply = post(http, edge.url, key=user.key, Origin=origin)
+        assert reply.status_code == 403 and reply.json() == {"error": "invalid Origin header"}
+    assert grown(before, table_rows(pg)) == {}  # no admission, no audit row, no budget spent
+    # A loopback origin (a local tool in a browser) passes our check and the SDK's alike.
+    assert post(http, edge.url, key=user.key, Origin="http://localhost:6274").status_code == 200
+
+
+GARBAGE = [
+    b"",
+    b"{not json",
+    b"[" * 50_000,
+    b"9" * 5_000,
+    b'{"summary": "\xff\xfe"}',
+    b"\x00\x01\x02",
+    b'{"a": 1}{"b": 2}',
+    b"[]",
+    b"null",
+    b'"x"',
+    b"{}",
+    b'{"jsonrpc": "2.0"}',
+    b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}',
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"}',
+    b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]',
+]
+
+
+def test_garbage_bodies_are_400s_never_500s(edge, runtime, http):
+    user = make_user(runtime)
+    for body in GARBAGE:
+        with_key = post(http, edge.url, body, user.key)
+        assert with_key.status_code == 400, (body[:40], with_key.status_code, with_key.content[:200])
+    for body in GARBAGE[:7]:  # not even JSON: refused before authentication is looked at
+        assert post(http, edge.url, body).status_code == 400
+
+
+def test_edge_refusals_and_missing_keys_need_no_database(runtime, http):
+    """The same requests against a server whose database is unreachable: none is a 503."""
+    dead = Database(f"host=127.0.0.1 port={free_port()} dbname=x user=x", timeout=1)
+    down = Runtime(runtime.settings, dead, runtime.keys, runtime.vault)
+    try:
+        with ServerThread(down) as s:
+            statuses = [
+                post(http, s.url, Content_Type="text/plain").status_code,
+                post(http, s.url, Host="attacker.example:80").status_code,
+                post(http, s.url, Origin="https://attacker.example").status_code,
+                post(http, s.url, b"{oops").status_code,
+                post(http, s.url).status_code,  # no key
+                post(http, s.url, Authorization="Bearer not-a-key").status_code,
+            ]
+    finally:
+        dead.close()
+    assert statuses == [415, 421, 403, 400, 401, 401]
+
+
+# --- failed authentications: counted, not stored ----------------------------------------------
+
+
+def test_a_thousand_failed_authentications_leave_a_handful_of_rows(pg, http):
+    rt = open_runtime(make_settings(pg, auth_failures_per_minute=100_000))  # no per-address limit here
+    revoked = make_user(rt)
+    accounts.revoke_key(admin_db(), revoked.key)
+    attempts = [
+        lambda: {"key": unknown_key()},
+        lambda: {"key": revoked.key},
+        lambda: {},  # no key
+        lambda: {"Authorization": "Bearer sv_live_short"},  # not shaped like a key
+        lambda: {"Authorization": "Basic dXNlcjpwYXNz"},
+    ]
+    try:
+        with ServerThread(rt) as s:
+            before = table_rows(pg)
+            statuses = {post(http, s.url, **attempts[i % 5]()).status_code for i in range(1000)}
+            after = table_rows(pg)
+    finally:
+        rt.close()
+    assert statuses == {401}
+    growth = grown(before, after)
+    assert "audit_events" not in growth and "rate_counters" not in growth
+    # A counter per minute and reason (unknown, revoked), two if the run crossed a minute.
+    assert sum(growth.values()) <= 4, growth
+
+
+def test_an_address_that_keeps_failing_is_held_off_in_memory(pg, http):
+    rt = open_runtime(make_settings(pg, auth_failures_per_minute=5))
+    regular, newcomer = make_user(rt), make_user(rt)
+    try:
+        with ServerThread(rt) as s:
+            assert post(http, s.url, key=regular.key).status_code == 200  # admitted before the flood
+            before = table_rows(pg)
+            replies = [post(http, s.url, key=unknown_key()) for _ in range(1000)]
+            after = table_rows(pg)
+            # Every local client shares 127.0.0.1: one with a key this server admitted lately
+            # keeps working, any other waits like the flood does.
+            regular_after = post(http, s.url, key=regular.key).status_code
+            newcomer_after = post(http, s.url, key=newcomer.key)
+    finally:
+        rt.close()
+    assert [r.status_code for r in replies[:5]] == [401] * 5
+    assert {r.status_code for r in replies[5:]} == {429}
+    limited = replies[-1]
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    assert limited.json()["error"] == "too many failed authentications from this address"
+    assert sum(grown(before, after).values()) <= 2  # only the first five reached the database
+    assert regular_after == 200
+    assert newcomer_after.status_code == 429 and "retry-after" in newcomer_after.headers
+
+
+# --- the catch-all --------------------------------------------------------------------------------
+
+
+def test_an_exception_inside_the_app_still_leaves_its_log_line(edge, runtime, http, monkeypatch, capfd):
+    user = make_user(runtime)
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("detail-that-must-stay-out-of-the-log")
+
+    monkeypatch.setattr(auth, "admit", broken)
+    reply = post(http, edge.url, key=user.key, X_Request_ID="catch-all-1")
+    monkeypatch.undo()
+    assert reply.status_code == 500 and reply.json() == {"error": "internal error"}
+    out = logged_until(capfd, "catch-all-1")
+    (line,) = [x for x in request_lines(out) if x["correlation_id"] == "catch-all-1"]
+    assert (line["status"], line["error_class"], line["failure"]) == (500, "internal", "RuntimeError")
+    assert line["level"] == "ERROR" and "detail-that-must-stay-out" not in out
+    assert post(http, edge.url, key=user.key).status_code == 200  # and the server carries on
+
+
+def test_an_admitted_call_that_crashes_keeps_its_audit_row_marked_internal(
+    edge, runtime, pg, http, monkeypatch
+):
+    user = make_user(runtime)
+
+    async def broken(*args: object) -> None:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(SessionVaultApp, "_dispatch", broken)
+    assert post(http, edge.url, key=user.key).status_code == 500
+    monkeypatch.undo()
+    deadline, rows = time.monotonic() + 5, []
+    while time.monotonic() < deadline:  # the row is marked just after the answer is sent
+        with psycopg.connect(pg.owner_url) as conn:
+            sql_ = "SELECT tool, outcome, error_class FROM audit_events WHERE user_id = %s"
+            rows = conn.execute(sql_, (user.id,)).fetchall()
+        if rows and rows[0][1] == "error":
+            break
+        time.sleep(0.05)
+    assert rows == [("tools/list", "error", "internal")]
+
+
+# --- a local server prunes its own old rows -----------------------------------------------------
+
+
+def test_local_upkeep_prunes_old_counters_and_audit_rows(runtime, pg, monkeypatch):
+    user = make_user(runtime)
+    with psycopg.connect(pg.owner_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO rate_counters (user_id, budget, span, slot, hits) VALUES"
+            " (%s, 'tool', 'minute', now() - interval '3 days', 1),"
+            " (%s, 'tool', 'minute', now(), 1)",
+            (user.id, user.id),
+        )
+        conn.execute(
+            "INSERT INTO audit_events (user_id, at, tool, outcome, latency_ms) VALUES"
+            " (%s, now() - interval '200 days', 'old', 'ok', 1), (%s, now(), 'new', 'ok', 1)",
+            (user.id, user.id),
+        )
+
+    def broken(rt: Runtime) -> dict[str, int]:
+        raise RuntimeError("a job that fails does not stop the others")
+
+    monkeypatch.setitem(maintenance.TASKS, "prune_broken", broken)
+    rounds: list[dict[str, Any]] = []
+    target = Target(make_settings(pg), pg.owner_url, pg.admin_url)
+    job = upkeep.Upkeep.for_target(target, interval_s=0.05, on_round=rounds.append).start()
+    deadline = time.monotonic() + 30
+    try:
+        while len(rounds) < 2 and time.monotonic() < deadline:  # it goes on after a failing job
+            time.sleep(0.05)
+    finally:
+        job.stop()
+    assert len(rounds) >= 2
+    assert set(rounds[0]) >= {"prune_rate_limits", "prune_audit", "prune_broken"}
+    assert rounds[0]["prune_broken"] == {"failed": "RuntimeError"} and "reembed" not in rounds[0]
+    with psycopg.connect(pg.owner_url) as conn:
+        counters = conn.execute(
+            "SELECT count(*) FROM rate_counters WHERE user_id = %s", (user.id,)
+        ).fetchone()
+        tools = conn.execute("SELECT tool FROM audit_events WHERE user_id = %s", (user.id,)).fetchall()
+    assert counters == (1,) and tools == [("new",)]
+
+
+def test_local_upkeep_without_an_admin_url_logs_and_leaves_the_server_alone(pg, capfd):
+    job = upkeep.Upkeep.for_target(Target(make_settings(pg), pg.owner_url, ""), interval_s=0.05).start()
+    job._thread.join(10)
+    assert not job._thread.is_alive()
+    assert "local upkeep is off" in capfd.readouterr().out
+
+
+def test_serve_runs_the_upkeep_and_ignores_forwarded_addresses(pg, monkeypatch):
+    import uvicorn
+
+    from sessionvault.cli import server as cli_server
+
+    seen: dict[str, Any] = {}
+
+    def fake_run(app: object, **kwargs: Any) -> None:
+        seen.update(kwargs, app=app)
+        seen["threads"] = {t.name for t in threading.enumerate()}
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    cli_server.serve(Target(make_settings(pg), pg.owner_url, pg.admin_url), "127.0.0.1", free_port())
+    assert isinstance(seen["app"], SessionVaultApp)
+    assert seen["proxy_headers"] is False  # X-Forwarded-For cannot pick the address failures count by
+    assert "sessionvault-upkeep" in seen["threads"]
+    assert "sessionvault-upkeep" not in {t.name for t in threading.enumerate()}  # stopped with the server

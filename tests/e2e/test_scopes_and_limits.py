@@ -1,0 +1,144 @@
+"""Scoped keys, two-stage destruction and quotas, as a client meets them over real HTTP."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import psycopg
+
+from sessionvault.core import purge
+from sessionvault.runtime import open_runtime
+
+from ..conftest import ServerThread, make_settings, make_user
+
+
+def call(url: str, key: str, tool: str, **arguments: object) -> dict:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    reply = httpx2.post(url, content=json.dumps(body), headers=headers, timeout=30)
+    assert reply.status_code == 200, reply.text
+    return reply.json()["result"]
+
+
+def tools_of(url: str, key: str) -> set[str]:
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    return {
+        t["name"]
+        for t in httpx2.post(url, content=body, headers=headers, timeout=30).json()["result"]["tools"]
+    }
+
+
+def audit_classes(pg, user_id: str) -> list[tuple[str, str | None]]:
+    with psycopg.connect(pg.owner_url) as conn:
+        rows = conn.execute(
+            "SELECT tool, error_class FROM audit_events WHERE user_id = %s ORDER BY id", (user_id,)
+        ).fetchall()
+    return [(tool, cls) for tool, cls in rows]
+
+
+def test_a_read_only_key_sees_and_calls_only_the_read_tools(server, runtime, pg):
+    reader = make_user(runtime, scopes=("read",))
+    assert tools_of(server.url, reader.key) == {"load_session", "search_sessions", "list_sessions"}
+    refused = call(server.url, reader.key, "save_session", name="x", summary="s")
+    assert refused["isError"] and "'write' scope" in refused["content"][0]["text"]
+    assert not call(server.url, reader.key, "list_sessions")["isError"]
+    assert ("save_session", "scope") in audit_classes(pg, reader.id)
+
+
+def test_a_new_key_reads_and_writes_but_cannot_delete(server, runtime):
+    writer = make_user(runtime, scopes=("read", "write"))
+    assert not call(server.url, writer.key, "save_session", name="keep", summary="s")["isError"]
+    refused = call(server.url, writer.key, "delete_session", name="keep")
+    assert refused["isError"] and "'delete' scope" in refused["content"][0]["text"]
+    assert call(server.url, writer.key, "load_session", name="keep")["structuredContent"]["found"]
+
+
+def test_delete_all_takes_two_calls_a_token_and_the_exact_phrase(server, runtime, pg):
+    owner = make_user(runtime)
+    for name, repo in (("a", "r1"), ("b", "r1"), ("c", "r2")):
+        call(server.url, owner.key, "save_session", name=name, summary="s", repo=repo)
+    first = call(server.url, owner.key, "delete_all_sessions", repo="r1")["structuredContent"]
+    assert (first["deleted"], first["would_delete"]) == (False, 2)
+    token = first["confirm_token"]
+    wrong_phrase = call(
+        server.url, owner.key, "delete_all_sessions", repo="r1", confirm_token=token, confirm_phrase="yes"
+    )
+    assert wrong_phrase["isError"] and purge.PHRASE in wrong_phrase["content"][0]["text"]
+    other_repo = call(
+        server.url,
+        owner.key,
+        "delete_all_sessions",
+        repo="r2",
+        confirm_token=token,
+        confirm_phrase=purge.PHRASE,
+    )
+    assert other_repo["isError"]  # the token was issued for r1 only
+    done = call(
+        server.url,
+        owner.key,
+        "delete_all_sessions",
+        repo="r1",
+        confirm_token=token,
+        confirm_phrase=purge.PHRASE,
+    )["structuredContent"]
+    assert (done["deleted"], done["sessions_deleted"], done["versions_deleted"]) == (True, 2, 2)
+    left = call(server.url, owner.key, "list_sessions")["structuredContent"]["sessions"]
+    assert [s["name"] for s in left] == ["c"]
+    assert [t for t, _ in audit_classes(pg, owner.id)].count("delete_all_sessions") == 4
+
+
+def test_a_confirmation_token_expires_and_cannot_be_forged():
+    dek, other = b"k" * 32, b"o" * 32
+    token = purge.make_token(dek, "u", "", now=1000)
+    purge.check_token(dek, "u", "", token, now=1000 + purge.TOKEN_TTL_S)  # still valid at the edge
+    for args in (
+        (dek, "u", "", token, 1001 + purge.TOKEN_TTL_S),  # late
+        (other, "u", "", token, 1000),  # another user's key
+        (dek, "v", "", token, 1000),  # another user
+        (dek, "u", "r", token, 1000),  # another repo
+        (dek, "u", "", token[:-2] + "AA", 1000),  # tampered
+        (dek, "u", "", "not-a-token", 1000),
+    ):
+        try:
+            purge.check_token(*args[:4], now=args[4])
+        except Exception as exc:
+            assert type(exc).__name__ == "ValidationFailed"
+        else:
+            raise AssertionError(f"accepted {args[1:]}")
+
+
+def test_quotas_stop_a_save_with_a_message_that_says_how_to_free_space(pg):
+    rt = open_runtime(make_settings(pg, max_sessions_per_user=2, max_bytes_per_user=50_000))
+    try:
+        who = make_user(rt)
+        with ServerThread(rt) as s:
+            for name in ("one", "two"):
+                assert not call(s.url, who.key, "save_session", name=name, summary="s")["isError"]
+            assert not call(s.url, who.key, "save_session", name="two", summary="a new version")["isError"]
+            over = call(s.url, who.key, "save_session", name="three", summary="s")
+            assert over["isError"] and "quota" in over["content"][0]["text"]
+            assert "delete_session" in over["content"][0]["text"]
+            call(s.url, who.key, "delete_session", name="one")
+            assert not call(s.url, who.key, "save_session", name="three", summary="s")["isError"]
+            big = call(
+                s.url, who.key, "save_session", name="three", summary="x" * 4000, plan=["y" * 4000] * 200
+            )
+            assert big["isError"] and "KiB" in big["content"][0]["text"]
+        assert ("save_session", "quota") in audit_classes(pg, who.id)
+    finally:
+        rt.close()
