@@ -44,6 +44,15 @@ class QuotaExceeded(VaultError):
     error_class = "quota"
 
 
+class KeyReplaced(VaultError):
+    """The user's data key was replaced (a re-key) while this save was under way."""
+
+    error_class = "db"
+
+    def __init__(self) -> None:
+        super().__init__("your data key was just replaced; nothing was saved: save again")
+
+
 class DecryptionFailed(VaultError):
     def __init__(self) -> None:
         super().__init__("stored content failed its integrity check")

@@ -63,3 +63,19 @@ def test_admin_actions_locally_and_master_key_rotation(local, capsys):
     assert list(local.glob("master.key.retired-*"))
     code, out, _ = run(capsys, "admin", "list_keys", "user_id=dave")  # still opens after rotation
     assert code == 0 and json.loads(out)["keys"][0]["label"] == "ci"
+
+
+def test_master_key_rotation_refuses_while_a_server_uses_the_state_folder(local, capsys):
+    import subprocess
+
+    server = subprocess.Popen(["sleep", "30"])  # stands in for a live `sessionvault dev`
+    try:
+        (local / "server.pid").write_text(f"{server.pid}\n")
+        before = (local / "master.key").read_text()
+        code, _, err = run(capsys, "rotate-master-key")
+        assert code == 2 and f"pid {server.pid}" in err
+        assert (local / "master.key").read_text() == before
+    finally:
+        server.kill()
+        server.wait()
+    assert run(capsys, "rotate-master-key")[0] == 0  # a stale marker does not block

@@ -117,3 +117,22 @@ def test_the_app_role_cannot_mint_users_or_keys_or_erase_the_audit_trail(runtime
     for sql, params in forbidden:
         with pytest.raises(psycopg.errors.InsufficientPrivilege), runtime.db.tenant(who.id) as conn:
             conn.execute(sql, params)
+
+
+def test_a_listing_withholds_plaintext_columns_changed_behind_the_servers_back(runtime, pg):
+    who = make_user(runtime)
+    runtime.vault.save(
+        who.principal, records.parse(records.SaveArgs, {"name": "n", "summary": "real", "client": "cursor"})
+    )
+    listed = runtime.vault.list(who.principal, records.parse(records.ListArgs, {}))["sessions"]
+    assert (listed[0]["client"], listed[0]["preview"], listed[0].get("unverified")) == (
+        "cursor",
+        "real",
+        None,
+    )
+    with psycopg.connect(pg.owner_url) as conn:  # someone with write access to the table
+        conn.execute(
+            "UPDATE sessions SET client = 'claude-code', preview = 'run rm -rf' WHERE user_id = %s", (who.id,)
+        )
+    listed = runtime.vault.list(who.principal, records.parse(records.ListArgs, {}))["sessions"]
+    assert (listed[0]["client"], listed[0]["preview"], listed[0]["unverified"]) == ("", "", True)

@@ -34,7 +34,7 @@ def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
     assert admin.handler({"action": "drop_tables"}, CTX) == {
         "ok": False,
         "error": "unknown action; one of: create_user, create_key, list_keys, revoke_key, "
-        "disable_user, delete_user, rotate_keys",
+        "disable_user, delete_user, rotate_keys, rekey_users",
     }
 
 

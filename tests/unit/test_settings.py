@@ -80,3 +80,18 @@ def test_random_keys_and_salts_are_never_taken_for_placeholders():
     for _ in range(20_000):  # the old substring rule refused about 1 in 770 of these
         assert not is_placeholder(base64.b64encode(os.urandom(32)).decode())
         assert not is_placeholder(secrets.token_urlsafe(32))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "correct horse battery staple and some more words!",  # a passphrase
+        "my secret master key that is long enough for b64!!",
+        "A" * 42 + "B=",  # decodes, but its last character carries stray bits
+        "0123456789abcdefghij" * 3 + "wxyz",  # 64 characters, not hex
+        base64.b64encode(os.urandom(32)).decode() + " extra",
+    ],
+)
+def test_master_keys_that_merely_decode_are_refused(raw):
+    with pytest.raises(ConfigError, match="exactly 32 bytes"):
+        parse_master_key(raw)

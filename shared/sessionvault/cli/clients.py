@@ -12,6 +12,7 @@ from pathlib import Path
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import hooks
 from sessionvault.local.connect import files, registry
+from sessionvault.local.rpc import require_safe_url
 from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 
 
@@ -44,6 +45,7 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_connect(args: argparse.Namespace) -> int:
+    require_safe_url(args.url)  # the config will send the key there
     key = args.key or os.environ.get(KEY_ENV) or None
     spec = registry.CLIENTS[args.client]
     if args.use_env and spec.reads_env and not os.environ.get(KEY_ENV):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 def serve(t: Target, host: str, port: int) -> None:
     import uvicorn
 
+    from sessionvault.local import masterkey
     from sessionvault.local.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
@@ -29,6 +30,8 @@ def serve(t: Target, host: str, port: int) -> None:
     threading.Thread(target=rt.vault.embedder.embed, args=("warm up",), daemon=True).start()
     # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
     upkeep = Upkeep.for_target(t).start()
+    # Master-key rotation refuses while this marker names a live server.
+    claimed = masterkey.claim(t.home) if t.home else None
     print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
     try:
         # No proxy in front of a local server: X-Forwarded-For must not pick the client address
@@ -37,6 +40,8 @@ def serve(t: Target, host: str, port: int) -> None:
     finally:
         upkeep.stop()
         rt.close()
+        if claimed:
+            claimed.unlink(missing_ok=True)
 
 
 def cmd_dev(args: argparse.Namespace) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 
 from cryptography.exceptions import InvalidTag
@@ -26,6 +28,19 @@ def unseal(key: bytes, nonce: bytes, ciphertext: bytes, associated_data: bytes) 
         return AESGCM(key).decrypt(nonce, ciphertext, associated_data)
     except (InvalidTag, ValueError):
         raise DecryptionFailed() from None
+
+
+def fingerprint(key: bytes) -> bytes:
+    """Which key, without the key: SHA-256 of 32 random bytes reveals nothing usable."""
+    return hashlib.sha256(b"sessionvault/key-fingerprint/v1\x1f" + key).digest()
+
+
+def meta_mac(dek: bytes, user_id: str, session_id: str, version: int, fields: tuple[str, ...]) -> bytes:
+    """Authenticates a session's plaintext columns (name, repo, client, preview) for listings
+    that do not decrypt: a key derived from the DEK, the row's identity and the values."""
+    key = hashlib.sha256(b"sessionvault/meta/v1\x1f" + dek).digest()
+    message = "\x1f".join((user_id, session_id, str(version), *fields)).encode()
+    return hmac.new(key, message, hashlib.sha256).digest()
 
 
 def session_aad(user_id: str, session_id: str, name: str, version: int) -> bytes:

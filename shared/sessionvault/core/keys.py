@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import base64
-import binascii
-import contextlib
 import hashlib
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -45,22 +44,32 @@ class KeyProvider(Protocol):
         ...
 
 
+# Exactly 32 bytes as 64 hex characters or 43 base64 characters (standard or url-safe, the
+# one "=" of padding optional): a passphrase, or anything else that merely decodes, is refused.
+_MASTER_KEY_FORMS = (
+    (re.compile(r"[0-9a-fA-F]{64}"), bytes.fromhex),
+    (re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=?"), lambda v: base64.b64decode(v.rstrip("=") + "=")),
+    (
+        re.compile(r"[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]=?"),
+        lambda v: base64.urlsafe_b64decode(v.rstrip("=") + "="),
+    ),
+)
+
+
 def parse_master_key(raw: str) -> bytes:
-    """A 32-byte key given as base64 (standard or url-safe) or 64 hex characters."""
+    """A 32-byte key given as 64 hex characters or as base64 (standard or url-safe)."""
     raw = raw.strip()
     if is_placeholder(raw):
         raise ConfigError("the master key is a placeholder (such as CHANGE_ME): generate a real one")
-    candidates = []
-    if len(raw) == 64:
-        with contextlib.suppress(ValueError):
-            candidates.append(bytes.fromhex(raw))
-    for decode in (base64.b64decode, base64.urlsafe_b64decode):
-        with contextlib.suppress(binascii.Error, ValueError):
-            candidates.append(decode(raw + "=" * (-len(raw) % 4)))
-    for key in candidates:
-        if len(key) == crypto.KEY_BYTES:
-            return key
-    raise ConfigError("the master key must be 32 bytes, as base64 or 64 hex characters")
+    for form, decode in _MASTER_KEY_FORMS:
+        if form.fullmatch(raw):
+            key = decode(raw)
+            if len(key) == crypto.KEY_BYTES:
+                return key
+    raise ConfigError(
+        "the master key must be exactly 32 bytes of random data, as 64 hex characters or 44 base64 characters"
+        " (e.g. python3 -c 'import os, base64; print(base64.b64encode(os.urandom(32)).decode())')"
+    )
 
 
 def _dek_aad(user_id: str) -> bytes:

@@ -3,6 +3,7 @@ Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Pri
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from sessionvault.core.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadA
 from sessionvault.core.records import preview as make_preview
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
-from sessionvault.errors import ProviderUnavailable, QuotaExceeded
+from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, VaultError
 
 RELATED_LIMIT = 5
 _STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
@@ -88,15 +89,17 @@ class Vault:
         preview = make_preview(record["summary"])
         head = store.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
 
-        def seal(row: dict[str, Any]) -> tuple[bytes, bytes]:
+        def seal(row: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
             record["saved_at"] = store.iso(row["updated_at"])
             aad = crypto.session_aad(who.user_id, str(row["id"]), name, row["version"])
-            return crypto.seal(dek, json.dumps(record).encode(), aad)
+            nonce, ciphertext = crypto.seal(dek, json.dumps(record).encode(), aad)
+            return nonce, ciphertext, _meta_mac(dek, who.user_id, row["id"], row["version"], head)
 
         size = len(json.dumps({**record, "saved_at": _STAMP_SIZED})) + crypto.NONCE_BYTES + crypto.TAG_BYTES
-        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size)
+        fp = crypto.fingerprint(dek)
+        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size, fp)
         if row is None:
-            raise self._over_quota(who)
+            raise self._refusal(who, fp)
         return {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
@@ -107,8 +110,11 @@ class Vault:
             "redacted": [r.as_dict() for r in redactions],
         }
 
-    def _over_quota(self, who: Principal) -> QuotaExceeded:
-        used = store.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0}
+    def _refusal(self, who: Principal, fp: bytes) -> VaultError:
+        """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
+        used = store.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
+        if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
+            return KeyReplaced()
         return QuotaExceeded(
             f"storage quota reached: {used['sessions']} of {self.quota.sessions} sessions,"
             f" {used['bytes'] // 1024} KiB of {self.quota.bytes // 1024} KiB (history included);"
@@ -173,17 +179,8 @@ class Vault:
         after = decode_cursor(args.cursor)
         rows = store.page(self.db, who.user_id, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
-        sessions = [
-            {
-                "name": r["name"],
-                "repo": r["repo"],
-                "preview": r["preview"],
-                "version": r["version"],
-                "client": r["client"],
-                "updated_at": store.iso(r["updated_at"]),
-            }
-            for r in shown
-        ]
+        dek = self._dek(who) if shown else b""
+        sessions = [_listed(dek, who.user_id, r) for r in shown]
         more = len(rows) > args.limit
         return {
             "sessions": sessions,
@@ -195,6 +192,30 @@ class Vault:
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}
+
+
+def _meta_mac(dek: bytes, user_id: str, session_id: Any, version: int, head: store.Head) -> bytes:
+    fields = (head.name, head.repo, head.client, head.preview)
+    return crypto.meta_mac(dek, user_id, str(session_id), version, fields)
+
+
+def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
+    the database (or saved before MACs existed) lists with its client and preview withheld."""
+    head = store.Head(row["name"], row["repo"], row["preview"], row["client"], None, None)
+    expected = _meta_mac(dek, user_id, row["id"], row["version"], head)
+    trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
+    entry = {
+        "name": row["name"],
+        "repo": row["repo"],
+        "preview": row["preview"] if trusted else "",
+        "version": row["version"],
+        "client": row["client"] if trusted else "",
+        "updated_at": store.iso(row["updated_at"]),
+    }
+    if not trusted:
+        entry["unverified"] = True  # load_session gives the authenticated record
+    return entry
 
 
 def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:

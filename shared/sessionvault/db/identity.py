@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 import psycopg.errors
 
 from sessionvault.core import apikeys
 from sessionvault.core.keys import KeyProvider, WrappedKey
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Connection, Database
 from sessionvault.errors import AccountError
 
 Row = dict[str, Any]
@@ -148,3 +149,19 @@ def delete_user(db: Database, user_id: str) -> None:
         for table in ("session_versions", "sessions", "rate_counters", "user_usage", "audit_events"):
             conn.execute(f"DELETE FROM {table} WHERE user_id = %s", (user_id,))
         conn.execute("DELETE FROM users WHERE id = %s", (user_id,))
+
+
+def replace_wrapped_key(conn: Connection, user_id: str, new: WrappedKey) -> None:
+    """Inside a re-key's transaction: the user's data key is now `new`."""
+    conn.execute(
+        "UPDATE users SET dek_wrapped = %s, key_id = %s, dek_created_at = now() WHERE id = %s",
+        (new.blob, new.key_id, user_id),
+    )
+
+
+def users_keyed_before(db: Database, moment: datetime) -> list[str]:
+    with db.identity() as conn:
+        rows = conn.execute(
+            "SELECT id::text AS id FROM users WHERE dek_created_at < %s ORDER BY id", (moment,)
+        ).fetchall()
+    return [r["id"] for r in rows]

@@ -50,13 +50,14 @@ ON CONFLICT (user_id) DO NOTHING
 # Inserts (or bumps) nothing when the save would pass a quota: no row comes back. The usage
 # row's lock serialises one user's saves, so two cannot both slip under the limit.
 _UPSERT_HEAD = """
-WITH usage AS (SELECT sessions, bytes FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE)
+WITH usage AS (SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE)
 INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model,
                       created_at, updated_at)
 SELECT %(user_id)s, %(name)s, %(repo)s, %(preview)s, %(client)s, 1, %(embedding)s, %(model)s,
        clock_timestamp(), clock_timestamp()
 FROM usage
 WHERE usage.bytes + %(size)s <= %(max_bytes)s
+  AND (usage.dek_fp IS NULL OR usage.dek_fp = %(dek_fp)s)
   AND (usage.sessions < %(max_sessions)s
        OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
 ON CONFLICT (user_id, name) DO UPDATE SET
@@ -81,7 +82,7 @@ SET bytes = bytes + %(added)s - (SELECT coalesce(sum(n), 0) FROM gone),
     sessions = sessions + %(new_session)s
 WHERE user_id = %(user_id)s
 """
-_USAGE = "SELECT sessions, bytes FROM user_usage WHERE user_id = %s"
+_USAGE = "SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %s"
 UNLIMITED = Quota(sessions=2**31 - 1, bytes=2**62)
 
 
@@ -89,15 +90,18 @@ def save(
     db: Database,
     user_id: str,
     head: Head,
-    seal: Callable[[Row], tuple[bytes, bytes]],
+    seal: Callable[[Row], tuple[bytes, bytes, bytes]],
     keep_previous: int,
     quota: Quota = UNLIMITED,
     size: int = 0,
+    dek_fp: bytes = b"",
 ) -> Row | None:
-    """Create the session or bump its version, then store `seal(head row)` (nonce, ciphertext)
-    as that version; None, with nothing written, when the save (about `size` bytes) would pass
-    the quota. The head's row lock serialises concurrent saves of one name;
-    clock_timestamp(), not now(): a save that waited for the lock is the newer one."""
+    """Create the session or bump its version, then store `seal(head row)` (nonce, ciphertext,
+    and the MAC of the head's plaintext columns) as that version; None, with nothing written,
+    when the save (about `size` bytes) would pass the quota or the user's data key changed
+    since `dek_fp` (the fingerprint of the key the caller sealed with) was read. The head's
+    row lock serialises concurrent saves of one name; clock_timestamp(), not now(): a save that waited for the
+    lock is the newer one."""
     params = {
         "user_id": user_id,
         "name": head.name,
@@ -109,6 +113,7 @@ def save(
         "size": size,
         "max_bytes": quota.bytes,
         "max_sessions": quota.sessions,
+        "dek_fp": dek_fp,
     }
 
     def work(conn: Connection) -> Row | None:
@@ -116,7 +121,8 @@ def save(
         row = conn.execute(_UPSERT_HEAD, params).fetchone()
         if row is None:
             return None
-        nonce, ciphertext = seal(row)
+        nonce, ciphertext, mac = seal(row)
+        conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
         conn.execute(
             _INSERT_VERSION,
             (row["id"], user_id, row["version"], nonce, ciphertext, head.client, row["updated_at"]),
@@ -210,7 +216,7 @@ def _search(db: Database, user_id: str, sql: str, params: dict[str, Any]) -> lis
 
 
 _PAGE = """
-SELECT id, name, repo, preview, version, client, updated_at FROM sessions
+SELECT id, name, repo, preview, version, client, updated_at, meta_mac FROM sessions
 WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)
   AND (%(before_at)s::timestamptz IS NULL OR (updated_at, id) < (%(before_at)s, %(before_id)s::uuid))
 ORDER BY updated_at DESC, id DESC LIMIT %(limit)s
@@ -290,3 +296,42 @@ def iso(ts: datetime) -> str:
 def _one(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
     """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
     return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()
+
+
+_ALL_VERSIONS = """
+SELECT s.id, s.name, s.repo, s.client, s.preview, s.version AS head, v.version, v.nonce, v.ciphertext
+FROM sessions s JOIN session_versions v ON v.session_id = s.id
+WHERE s.user_id = %(user_id)s
+FOR UPDATE OF v
+"""
+
+_RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session_id = %s AND version = %s"
+
+
+def reencrypt(
+    db: Database,
+    user_id: str,
+    reseal: Callable[[Row], tuple[bytes, bytes, bytes | None]],
+    new_fp: bytes,
+    switch_key: Callable[[Connection], None],
+) -> int:
+    """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, the
+    head's new MAC or None for older versions), then `switch_key(conn)`, all in one
+    transaction that holds the user's usage row: saves wait, and one that read the old key
+    before is refused (`dek_fp`). Returns the number of versions re-encrypted."""
+
+    def work(conn: Connection) -> int:
+        conn.execute(_ENSURE_USAGE, {"user_id": user_id})
+        conn.execute("SELECT 1 FROM user_usage WHERE user_id = %s FOR UPDATE", (user_id,)).fetchone()
+        rows = conn.execute(_ALL_VERSIONS, {"user_id": user_id}).fetchall()
+        for row in rows:
+            nonce, ciphertext, mac = reseal(row)
+            conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
+            if mac is not None:
+                conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
+        conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
+        switch_key(conn)
+        return len(rows)
+
+    with db.tenant(user_id) as conn:
+        return work(conn)

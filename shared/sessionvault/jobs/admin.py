@@ -5,6 +5,7 @@ through `dispatch`, so every front end checks and answers the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from sessionvault import telemetry
@@ -12,7 +13,7 @@ from sessionvault.core import apikeys
 from sessionvault.core.keys import KmsKeyProvider
 from sessionvault.db import audit, identity
 from sessionvault.errors import AccountError, ErrorClass
-from sessionvault.jobs import rotation
+from sessionvault.jobs import rekey, rotation
 from sessionvault.runtime import Runtime
 
 Event = dict[str, Any]
@@ -78,9 +79,31 @@ def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
     return rotation.rewrap_all(rt.db, target, lambda key_id: KmsKeyProvider(key_id, target.client))
 
 
+def rekey_users(rt: Runtime, event: Event) -> dict[str, Any]:
+    """Fresh data keys, sessions re-encrypted (after a suspected compromise): one user, or all
+    users keyed before `before` (default: now; pass the answer's `before` again to resume)."""
+    if event.get("user_id") or event.get("user"):
+        user_id = _user(rt, event)
+        return {"user_id": user_id, "reencrypted_versions": rekey.rekey_user(rt, user_id)}
+    try:
+        before = datetime.fromisoformat(str(event["before"])) if event.get("before") else datetime.now(UTC)
+    except ValueError:
+        raise AccountError("before must be an ISO timestamp, as a previous run answered") from None
+    return {"before": before.isoformat(), **rekey.rekey_all(rt, before)}
+
+
 ACTIONS: dict[str, Callable[[Runtime, Event], dict[str, Any]]] = {
     f.__name__: f
-    for f in (create_user, create_key, list_keys, revoke_key, disable_user, delete_user, rotate_keys)
+    for f in (
+        create_user,
+        create_key,
+        list_keys,
+        revoke_key,
+        disable_user,
+        delete_user,
+        rotate_keys,
+        rekey_users,
+    )
 }
 
 

@@ -22,6 +22,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR
 
 from sessionvault import __version__
 from sessionvault.errors import UpstreamError
+from sessionvault.local import rpc
 from sessionvault.names import KEY_ENV
 
 log = logging.getLogger("sessionvault.bridge")
@@ -228,6 +229,7 @@ async def run_bridge(url: str, key: str) -> None:
 
 def run(url: str, key: str) -> None:
     """Serve stdio until the client closes it; logs go to stderr, never the key."""
+    rpc.require_safe_url(url)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="sessionvault bridge: %(levelname)s %(message)s"
     )

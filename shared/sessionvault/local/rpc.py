@@ -13,6 +13,7 @@ from typing import Any
 from sessionvault.errors import ConfigError, ToolCallFailed
 
 PROTOCOL_VERSION = "2025-06-18"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _MAX_BODY = 1_000_000
 
 
@@ -21,6 +22,21 @@ class Reply:
     status: int
     body: bytes
     content_type: str
+
+
+def require_safe_url(url: str) -> str:
+    """The URL's host, if the API key may go there: over https, or plain http to this machine."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"not an http(s) URL: {url!r}")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        raise ConfigError(
+            f"refusing to send the API key over plain http to {parts.hostname}: use https"
+            " (plain http is for 127.0.0.1 / localhost only)"
+        )
+    return parts.hostname
 
 
 def request(
@@ -38,11 +54,10 @@ def request(
     from http.client import HTTPConnection, HTTPSConnection
     from urllib.parse import urlsplit
 
+    host = require_safe_url(url)
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"not an http(s) URL: {url!r}")
     conn_class = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = conn_class(parts.hostname, parts.port, timeout=timeout)
+    conn = conn_class(host, parts.port, timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         conn.request(method, target, body=body, headers=dict(headers or {}))

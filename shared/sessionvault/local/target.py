@@ -23,6 +23,7 @@ class Target:
     settings: Settings  # the server's: database_url is the app role's
     owner_url: str = field(repr=False)  # migrations; URLs may hold passwords
     admin_url: str = field(repr=False)  # user, key and maintenance commands
+    home: Path | None = None  # the embedded default's state folder
 
 
 def embedded_target(home: Path, env: Mapping[str, str] | None = None) -> Target:
@@ -43,7 +44,7 @@ def embedded_target(home: Path, env: Mapping[str, str] | None = None) -> Target:
         audit_salt=db.audit_salt,
         embeddings=env.get("SESSIONVAULT_EMBEDDINGS") or default_embeddings,
     )
-    return Target(settings, db.owner_url, db.admin_url)
+    return Target(settings, db.owner_url, db.admin_url, home)
 
 
 def current() -> Target:

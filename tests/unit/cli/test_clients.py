@@ -40,9 +40,9 @@ def test_cli_rejects_unknown_client() -> None:
 
 
 def test_cli_prints_the_snippet(capsys: pytest.CaptureFixture[str]) -> None:
-    args = _parse(["connect", "windsurf", "--url", "http://h:1/mcp"])
+    args = _parse(["connect", "windsurf", "--url", "https://h:1/mcp"])
     assert args.func(args) == 0
-    assert capsys.readouterr().out == render("windsurf", "http://h:1/mcp", None, use_env=True)
+    assert capsys.readouterr().out == render("windsurf", "https://h:1/mcp", None, use_env=True)
 
 
 def test_cli_key_defaults_to_the_environment(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sessionvault.errors import ToolCallFailed
-from sessionvault.local.rpc import Reply, rpc_body, tool_result
+from sessionvault.errors import ConfigError, ToolCallFailed
+from sessionvault.local.rpc import Reply, require_safe_url, rpc_body, tool_result
 
 STRUCTURED = {"found": True, "name": "auth-jwt", "version": 2}
 
@@ -165,3 +165,19 @@ def test_a_text_fallback_that_is_not_json_raises_value_error() -> None:
     plain = {"content": [{"type": "text", "text": "found it!"}], "isError": False}
     with pytest.raises(ValueError):
         tool_result(as_json(message(result=plain)))
+
+
+@pytest.mark.parametrize(
+    "url", ["http://example.com/mcp", "http://10.0.0.5:8765/mcp", "http://sessionvault.internal/mcp"]
+)
+def test_the_key_never_goes_over_plain_http_to_another_host(url: str) -> None:
+    with pytest.raises(ConfigError, match="plain http"):
+        require_safe_url(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8765/mcp", "http://localhost/mcp", "http://[::1]:9/mcp", "https://x.example/mcp"],
+)
+def test_https_anywhere_and_http_on_this_machine_are_fine(url: str) -> None:
+    assert require_safe_url(url)

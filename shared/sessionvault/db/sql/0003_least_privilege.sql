@@ -68,12 +68,21 @@ CREATE TABLE auth_failures (
 GRANT SELECT, INSERT, UPDATE ON auth_failures TO sessionvault_app;
 GRANT SELECT, DELETE ON auth_failures TO sessionvault_admin;
 
+-- The plaintext columns a listing shows (name, repo, client, preview) are authenticated: an
+-- HMAC under a key derived from the user's data key, so a changed row is caught on listing.
+ALTER TABLE sessions ADD COLUMN meta_mac bytea;
+
 -- What each user stores, kept by the save and delete statements: a quota check reads one row.
 CREATE TABLE user_usage (
     user_id  uuid PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
     sessions integer NOT NULL,
-    bytes    bigint NOT NULL
+    bytes    bigint NOT NULL,
+    -- SHA-256 of the data key the user's rows are under, once a re-key set it: a save that
+    -- read the old key before a re-key committed is refused instead of writing under it.
+    dek_fp   bytea
 );
+-- When the user's data key was made: a re-key run resumes with the users made before it began.
+ALTER TABLE users ADD COLUMN dek_created_at timestamptz NOT NULL DEFAULT now();
 ALTER TABLE user_usage ENABLE ROW LEVEL SECURITY;
 ALTER TABLE user_usage FORCE ROW LEVEL SECURITY;
 CREATE POLICY user_usage_tenant ON user_usage

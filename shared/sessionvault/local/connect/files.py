@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from sessionvault.errors import ConfigFileError
 from sessionvault.local.connect import jsonc, toml
 from sessionvault.local.connect.registry import client_spec, config_path, entry, holds_literal_key
+from sessionvault.local.rpc import require_safe_url
 from sessionvault.names import SERVER_NAME
 
 
@@ -52,6 +53,7 @@ def apply(
     """Write the sessionvault entry into the client's config file, keeping everything else.
     A file that holds the key itself is made private (0600)."""
     spec = client_spec(client)
+    require_safe_url(url)
     value = entry(spec, url, key, use_env)
     path = config_path(client, home=home, cwd=cwd)
     private = holds_literal_key(spec, use_env)

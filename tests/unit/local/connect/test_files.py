@@ -259,7 +259,7 @@ def test_changing_applies_in_one_second_keep_both_backups(home: Path, cwd: Path)
     path.parent.mkdir(parents=True)
     path.write_text("{}\n")
     apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
-    second = apply("cursor", "http://other:9/mcp", KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    second = apply("cursor", "https://other:9/mcp", KEY, use_env=False, home=home, cwd=cwd, now=T1)
     assert second.backup is not None and second.backup.name.endswith("-1")
     assert len(backups(path)) == 2
 
