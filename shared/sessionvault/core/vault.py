@@ -16,6 +16,7 @@ from sessionvault.core.embeddings import Embedder
 from sessionvault.core.keys import DekCache, WrappedKey
 from sessionvault.core.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadArgs, SaveArgs, SearchArgs
 from sessionvault.core.records import preview as make_preview
+from sessionvault.db import search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, VaultError
@@ -152,7 +153,7 @@ class Vault:
     def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
             return []
-        hits = store.related(
+        hits = search.related(
             self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
         return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
@@ -170,7 +171,7 @@ class Vault:
                 " list_sessions and load_session still work"
             )
         dek = self._dek(who)
-        hits = store.nearest(
+        hits = search.nearest(
             self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
         )
         return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens)

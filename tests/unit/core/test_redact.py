@@ -15,7 +15,8 @@ import time
 import pytest
 
 from sessionvault.core import apikeys
-from sessionvault.core.redact import PATTERNS, Redaction, marker, scrub, scrub_text
+from sessionvault.core.redact import Redaction, scrub, scrub_text
+from sessionvault.core.secret_patterns import PATTERNS, marker
 
 
 def b64url(data: dict[str, str]) -> str:
