@@ -52,3 +52,11 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .ruff_cache .aws-sam
+
+# The attack tier's fuzzers at SESSIONVAULT_FUZZ_SCALE times the examples `make test` runs
+# (1 there: about 10,000 generated requests), e.g. `make fuzz SESSIONVAULT_FUZZ_SCALE=50`.
+SESSIONVAULT_FUZZ_SCALE ?= 10
+.PHONY: fuzz
+fuzz: $(STAMP)
+	SESSIONVAULT_FUZZ_SCALE=$(SESSIONVAULT_FUZZ_SCALE) $(BIN)/pytest -p no:cacheprovider --timeout=0 \
+	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py

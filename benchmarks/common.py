@@ -71,7 +71,7 @@ def make_settings(database_url: str, master_key: str, audit_salt: str, **overrid
     return Settings.from_env({}, **{k: v for k, v in values.items() if k in known})
 
 
-def header(server_version: str) -> None:
+def header() -> None:
     cpu = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -92,7 +92,6 @@ def header(server_version: str) -> None:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"SessionVault benchmarks, {now}")
     print(f"  python {sys.version.split()[0]} ({platform.platform()}), {os.cpu_count()} cores {cpu}")
-    print(f"  {server_version}")
     print(f"  load average at start: {load()} (other work on the machine skews every figure)")
     print(f"  code: {head[:90]}{'  (+ uncommitted changes under shared/)' if dirty else ''}")
     print(f"  command: make bench  (= {RUN}; one section: {RUN} --only <name>)")

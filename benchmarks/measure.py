@@ -26,6 +26,8 @@ from .workload import (
     mcp_headers,
 )
 
+EMBEDS = ("save_session", "search_sessions")
+
 
 @dataclass
 class Context:
@@ -42,11 +44,11 @@ class Context:
     crowd: list[tuple[str, str]]  # (key, session name) of 32 seeded users, for throughput
 
 
-def _runtime(url: str, ctx: Context):
+def _runtime(url: str, ctx: Context, **kwargs: Any):
     from sessionvault.runtime import open_runtime
 
     # allowed_hosts "*" as in Lambda: the Mangum events carry the API Gateway host
-    return open_runtime(make_settings(url, ctx.master_key, ctx.audit_salt, allowed_hosts=("*",)))
+    return open_runtime(make_settings(url, ctx.master_key, ctx.audit_salt, allowed_hosts=("*",)), **kwargs)
 
 
 def _warm(rt) -> None:
@@ -64,28 +66,38 @@ def round_trips(ctx: Context, n: int = 30, delay_ms: float = 3.0) -> None:
         "flights: client->server bursts the proxy saw per call (the call and any work after its reply,",
         "  e.g. an audit write), median of 3; HTTP = server process, Mangum/Vault = in this process.",
         f"serial: (p50 with {delay_ms:g} ms added per round trip - p50 with 0) / the delay actually slept",
-        f"  (~{delay_ms:g}.1 ms), over HTTP, n={n} per delay, interleaved, idle in between: the round trips",
-        "  the caller waits for. *: the pool opened a connection during the call.",
+        f"  (~{delay_ms:g}.1 ms), over HTTP, n={n} per delay ({2 * n} for save/search, which embed),",
+        "  interleaved, idle in between: the round trips the caller waits for. paired: the median of",
+        "  the differences of neighbouring samples instead (steadier when the machine is busy).",
+        "  *: the pool opened a connection during the call.",
     )
     with PgProxy(ctx.app_url) as proxy:
         url = proxied_url(ctx.app_url, proxy)
         rt = _runtime(url, ctx)
+        lambda_rt = _runtime(url, ctx, pool_size=1)  # as functions/mcp/handler.py opens it
         with ServerProcess(url, ctx.master_key, ctx.audit_salt) as server:
             http = HttpCaller(server.url, ctx.keys)
             callers: dict[str, Any] = {
                 "HTTP": http,
-                "Mangum": MangumCaller(rt, ctx.keys),
+                "Mangum": MangumCaller(lambda_rt, ctx.keys),
                 "Vault": VaultCaller(rt, ctx.principals),
             }
             _warm(rt)
+            broken = set()
             for call in ctx.calls:  # connections opened and models loaded before counting
-                http(call, -1)
-                http(call, -2)
+                try:
+                    http(call, -1)
+                    http(call, -2)
+                except CallFailed as exc:
+                    broken.add(call.label)
+                    print(f"   {call.label}: failed, not measured: {exc}")
             print(
                 f"   {'call':30} {'flights: HTTP':>13} {'Mangum':>7} {'Vault':>6}"
-                f"   {'p50 +0 ms':>9} {f'p50 +{delay_ms:g} ms':>10}   {'serial':>6}"
+                f"   {'p50 +0 ms':>9} {f'p50 +{delay_ms:g} ms':>10}   {'serial':>6} {'paired':>6}"
             )
             for call in ctx.calls:
+                if call.label in broken:
+                    continue
                 counts = {}
                 for p, (path, caller) in enumerate(callers.items()):
                     if path == "Vault" and not caller.supports(call):
@@ -94,7 +106,8 @@ def round_trips(ctx: Context, n: int = 30, delay_ms: float = 3.0) -> None:
                     counts[path] = _flights(proxy, caller, call, [100 + 10 * p + j for j in range(3)])
                 by_delay: dict[float, list[float]] = {0.0: [], delay_ms: []}
                 before = proxy.snapshot()
-                for i in range(n):
+                # the embedding's jitter (a few ms) would swamp 3 ms steps: more samples there
+                for i in range(n * 2 if call.tool in EMBEDS else n):
                     for d, delay in enumerate(by_delay):
                         proxy.delay_ms = delay
                         proxy.wait_idle()
@@ -105,15 +118,17 @@ def round_trips(ctx: Context, n: int = 30, delay_ms: float = 3.0) -> None:
                 slept = (proxy.snapshot() - before).mean_delay_s or delay_ms / 1000
                 base, slow = p50(by_delay[0.0]), p50(by_delay[delay_ms])
                 serial = (slow - base) / slept
+                paired = p50([b - a for a, b in zip(*by_delay.values(), strict=True)]) / slept
                 print(
                     f"   {call.label:30} {counts['HTTP']:>13} {counts['Mangum']:>7} {counts['Vault']:>6}"
-                    f"   {ms(base)} ms {ms(slow)} ms   {serial:6.1f}"
+                    f"   {ms(base)} ms {ms(slow)} ms   {serial:6.1f} {paired:6.1f}"
                 )
             tools = http(ctx.calls[-2], 0).get("tools", [])
             text = json.dumps(tools)
             print(f"   tools/list: {len(tools)} tools, {len(text)} characters = ~{len(text) // 4} tokens")
             http.close()
         rt.close()
+        lambda_rt.close()
 
 
 def _flights(proxy: PgProxy, caller: Any, call: Call, indexes: list[int]) -> str:
@@ -140,15 +155,17 @@ def latency(ctx: Context, n: int = 30) -> None:
         "Latency per call: HTTP vs in-process",
         f"{RUN} --only latency",
         "HTTP: JSON-RPC POST to the server process over loopback (keep-alive), direct to PostgreSQL;",
-        "Mangum: API Gateway v2 event through Mangum in this process; Vault: the method alone.",
+        "Mangum: API Gateway v2 event through Mangum in this process (pool_size=1, as the Lambda);",
+        "Vault: the Vault method alone, in this process (no HTTP, auth, rate limit or audit).",
         f"n={n} each, back to back after 2 warm-ups; save/search include the local embedding (~10-30 ms).",
     )
     rt = _runtime(ctx.app_url, ctx)
+    lambda_rt = _runtime(ctx.app_url, ctx, pool_size=1)  # as functions/mcp/handler.py opens it
     _warm(rt)
     with ServerProcess(ctx.app_url, ctx.master_key, ctx.audit_salt) as server:
         paths: dict[str, Any] = {
             "HTTP": HttpCaller(server.url, ctx.keys),
-            "Mangum": MangumCaller(rt, ctx.keys),
+            "Mangum": MangumCaller(lambda_rt, ctx.keys),
             "Vault": VaultCaller(rt, ctx.principals),
         }
         print(
@@ -176,6 +193,7 @@ def latency(ctx: Context, n: int = 30) -> None:
         paths["HTTP"].close()
         throughput(server.url, ctx)
     rt.close()
+    lambda_rt.close()
 
 
 # --- throughput ------------------------------------------------------------------------------

