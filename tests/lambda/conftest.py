@@ -38,6 +38,7 @@ def aws(monkeypatch: pytest.MonkeyPatch, pg) -> Iterator[dict[str, str]]:
         sm = boto3.client("secretsmanager", region_name=REGION)
         sm.create_secret(Name="sv/database-url", SecretString=pg.app_url)
         sm.create_secret(Name="sv/admin-database-url", SecretString=pg.admin_url)
+        sm.create_secret(Name="sv/maint-database-url", SecretString=pg.maint_url)
         sm.create_secret(Name="sv/audit-salt", SecretString=secrets.token_urlsafe(32))
         env = {
             "SESSIONVAULT_KEY_PROVIDER": "kms",
@@ -52,11 +53,11 @@ def aws(monkeypatch: pytest.MonkeyPatch, pg) -> Iterator[dict[str, str]]:
         yield env
 
 
-# As in template.yaml: the admin and maintenance functions connect as the admin role.
+# As in template.yaml: each function connects as its own database role.
 DATABASE_SECRET = {
     "mcp": "sv/database-url",
     "admin": "sv/admin-database-url",
-    "maintenance": "sv/admin-database-url",
+    "maintenance": "sv/maint-database-url",
 }
 
 

@@ -113,18 +113,25 @@ def dispatch(rt: Runtime, event: Event, request_id: str = "") -> dict[str, Any]:
     name = str(event.get("action", ""))
     action = ACTIONS.get(name)
     if action is None:
-        return {"ok": False, "error": f"unknown action; one of: {', '.join(ACTIONS)}"}
+        answer = {"ok": False, "error": f"unknown action; one of: {', '.join(ACTIONS)}"}
+        _record(rt, "unknown", answer, request_id)  # the name is the caller's text: not recorded
+        return answer
     try:
         answer = {"ok": True, **action(rt, event)}
     except AccountError as exc:
         answer = {"ok": False, "error": str(exc)}
+    except Exception:
+        _record(rt, name, {"ok": False}, request_id, "internal")
+        raise
     _record(rt, name, answer, request_id)
     return answer
 
 
-def _record(rt: Runtime, action: str, answer: dict[str, Any], request_id: str) -> None:
+def _record(
+    rt: Runtime, action: str, answer: dict[str, Any], request_id: str, failed_as: ErrorClass = "validation"
+) -> None:
     user_id, prefix = answer.get("user_id"), answer.get("prefix")
-    error_class: ErrorClass | None = None if answer["ok"] else "validation"
+    error_class: ErrorClass | None = None if answer["ok"] else failed_as
     fields = {"action": action, "target_user_id": user_id, "key_prefix": prefix, "request_id": request_id}
     telemetry.logger().info("admin action", extra={**fields, "ok": answer["ok"]})
     audit.admin_action(rt.db, f"admin:{action}", user_id, prefix, request_id, error_class)
