@@ -45,5 +45,13 @@ def open_runtime(settings: Settings, *, pool_size: int = 8) -> Runtime:
     db = Database(settings.database_url, max_size=pool_size)
     quota = Quota(settings.max_sessions_per_user, settings.max_bytes_per_user)
     embedder = embeddings.from_settings(settings)
-    vault = Vault(db, keys, embedder, settings.history_keep, quota, redact=settings.redact_secrets)
+    vault = Vault(
+        db,
+        keys,
+        embedder,
+        settings.history_keep,
+        quota,
+        redact=settings.redact_secrets,
+        handoff_ttl_days=settings.handoff_ttl_days,
+    )
     return Runtime(settings, db, keys, vault)

@@ -77,6 +77,7 @@ class Settings:
     # start-up never eats its tool budget (per minute only)
     protocol_rate_per_minute: int = 600
     history_keep: int = 20  # previous versions kept per session, besides the head
+    handoff_ttl_days: int = 7
     audit_retention_days: int = 90
     redact_secrets: bool = True  # scrub keys, tokens and passwords before anything is stored
     max_sessions_per_user: int = 1000
@@ -108,6 +109,7 @@ class Settings:
             "rate_per_day": _int(env, "SESSIONVAULT_RATE_PER_DAY", 1000),
             "protocol_rate_per_minute": _int(env, "SESSIONVAULT_PROTOCOL_RATE_PER_MINUTE", 600),
             "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
+            "handoff_ttl_days": _int(env, "SESSIONVAULT_HANDOFF_TTL_DAYS", 7),
             "audit_retention_days": _int(env, "SESSIONVAULT_AUDIT_RETENTION_DAYS", 90),
             "redact_secrets": _flag(env, "SESSIONVAULT_REDACT_SECRETS", True),
             "max_sessions_per_user": _int(env, "SESSIONVAULT_MAX_SESSIONS", 1000),

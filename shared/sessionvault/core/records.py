@@ -23,6 +23,17 @@ Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_no_nul)]
 Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
 Repo = Annotated[str, Field(max_length=300), AfterValidator(_no_nul)]
 Items = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
+Client = Annotated[str, Field(max_length=100), AfterValidator(_no_nul)]
+
+
+def _commit(value: str) -> str:
+    if value and not (7 <= len(value) <= 40 and all(c in "0123456789abcdefABCDEF" for c in value)):
+        raise ValueError("must be a git commit id: 7 to 40 hex digits")
+    return value.lower()
+
+
+Commit = Annotated[str, Field(max_length=40), AfterValidator(_commit)]
+Branch = Annotated[str, Field(max_length=200), AfterValidator(_no_nul)]
 
 
 class Strict(BaseModel):
@@ -47,6 +58,14 @@ class SaveArgs(Strict):
     errors: Annotated[Items, Field(description="Errors seen")] = []
     tried: Annotated[Items, Field(description="What was tried and the result")] = []
     client: Annotated[Repo, Field(description="Your client's name, e.g. claude-code")] = ""
+    branch: Annotated[Branch, Field(description="Git branch")] = ""
+    commit: Annotated[Commit, Field(description="Git commit (HEAD)")] = ""
+    handoff: Annotated[bool, Field(description="Offer this version as a handoff to the next client")] = False
+    to_client: Annotated[Client, Field(description="Offer it only to this client (implies handoff)")] = ""
+
+
+# Tool arguments that steer a save but are not part of the stored record.
+SAVE_CONTROLS = frozenset({"handoff", "to_client"})
 
 
 class LoadArgs(Strict):
@@ -61,11 +80,20 @@ class LoadArgs(Strict):
         Field(description="brief=summary, normal=whole record, full=plus related sessions"),
     ] = "normal"
     version: Annotated[int, Field(ge=0, description="An earlier version (with name); 0 = latest")] = 0
+    accept: Annotated[
+        bool, Field(description="Claim the newest open handoff for repo (once; others then get found=false)")
+    ] = False
+    client: Annotated[Client, Field(description="Your client's name (to accept handoffs offered to it)")] = ""
+    max_tokens: Annotated[
+        int, Field(ge=0, le=100_000, description="Budget; cuts lists, reports omitted; 0 = none")
+    ] = 0
 
     @model_validator(mode="after")
     def _version_needs_a_name(self) -> LoadArgs:
         if self.version and not self.name:
             raise ValueError("version: give the session's name too")
+        if self.accept and self.name:
+            raise ValueError("accept: claims by repo; leave name empty")
         return self
 
 

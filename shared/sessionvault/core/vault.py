@@ -9,14 +9,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessionvault.core import crypto, framing
-from sessionvault.core.budget import pack
+from sessionvault.core import crypto, framing, handoff
+from sessionvault.core.budget import fit, pack
 from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embeddings import Embedder
 from sessionvault.core.keys import DekCache, WrappedKey
-from sessionvault.core.records import RECORD_FIELDS, DeleteArgs, ListArgs, LoadArgs, SaveArgs, SearchArgs
+from sessionvault.core.records import (
+    RECORD_FIELDS,
+    SAVE_CONTROLS,
+    DeleteArgs,
+    ListArgs,
+    LoadArgs,
+    SaveArgs,
+    SearchArgs,
+)
 from sessionvault.core.records import preview as make_preview
-from sessionvault.db import search
+from sessionvault.db import handoffs, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, VaultError
@@ -24,6 +32,8 @@ from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded,
 RELATED_LIMIT = 5
 _STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
 SCOPES = ("read", "write", "delete")
+# What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
+LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ class Vault:
         history_keep: int = 20,
         quota: store.Quota = store.UNLIMITED,
         redact: bool = True,
+        *,
+        handoff_ttl_days: int = 7,
     ):
         self.db = db
         self.keys = keys
@@ -70,6 +82,7 @@ class Vault:
         self.history_keep = history_keep
         self.quota = quota
         self.redact = redact  # scrub secrets before anything is stored (settings.redact_secrets)
+        self.handoff_ttl_days = handoff_ttl_days  # how long an offered handoff stays claimable
 
     def _dek(self, who: Principal) -> bytes:
         return self.keys.unwrap(who.user_id, who.wrapped_dek)
@@ -77,7 +90,7 @@ class Vault:
     def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
 
-        record = args.model_dump(mode="json")
+        record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
         # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
         # one, and part of the AAD) and the ciphertext all come from the scrubbed record.
         redactions: list[Redaction] = []
@@ -98,10 +111,13 @@ class Vault:
 
         size = len(json.dumps({**record, "saved_at": _STAMP_SIZED})) + crypto.NONCE_BYTES + crypto.TAG_BYTES
         fp = crypto.fingerprint(dek)
-        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size, fp)
+        offer = None
+        if args.handoff or args.to_client:
+            offer = store.Offer(record["client"], args.to_client, self.handoff_ttl_days)
+        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size, fp, offer)
         if row is None:
             raise self._refusal(who, fp)
-        return {
+        out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
             "version": row["version"],
@@ -110,6 +126,13 @@ class Vault:
             # field and kind of each secret removed, never its value; [] when none (or when off)
             "redacted": [r.as_dict() for r in redactions],
         }
+        if offer is not None:
+            out["handoff"] = {
+                "state": "open",
+                "to_client": offer.to_client,
+                "expires_in_days": offer.ttl_days,
+            }
+        return out
 
     def _refusal(self, who: Principal, fp: bytes) -> VaultError:
         """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
@@ -124,7 +147,11 @@ class Vault:
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
         dek = self._dek(who)
-        if args.name:
+        if args.accept:
+            row, last = handoffs.claim(self.db, who.user_id, args.repo, args.client)
+            if row is None:
+                return handoff.not_claimed(args, last)
+        elif args.name:
             row = store.get_by_name(self.db, who.user_id, args.name, args.version or None)
         else:
             row = store.get_latest_for_repo(self.db, who.user_id, args.repo)
@@ -141,14 +168,22 @@ class Vault:
             "saved_at": record["saved_at"],
             "client": record["client"],  # the authenticated copy, not the plaintext column
         }
+        for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
+            if record.get(anchor):
+                out[anchor] = record[anchor]
+        offered = handoff.state_of(row)
+        if offered is not None:
+            out["handoff"] = offered
+            if offered["state"] == "open":
+                offered["hint"] = "offered, not claimed: load_session with repo and accept=true claims it"
         if args.mode == "brief":
             out["summary"] = record["summary"]
-            return out
-        out.update({field: record[field] for field in RECORD_FIELDS})
-        out["versions"] = row["versions"]
-        if args.mode == "full":
-            out["related"] = self._related(who, dek, row)
-        return out
+        else:
+            out["versions"] = row["versions"]
+            out.update({field: record[field] for field in RECORD_FIELDS})
+            if args.mode == "full":
+                out["related"] = self._related(who, dek, row)
+        return fit(out, args.max_tokens, LOAD_PRIORITY) if args.max_tokens else out
 
     def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
@@ -216,6 +251,9 @@ def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     }
     if not trusted:
         entry["unverified"] = True  # load_session gives the authenticated record
+    offered = handoff.state_of(row)
+    if offered is not None:
+        entry["handoff"] = offered
     return entry
 
 

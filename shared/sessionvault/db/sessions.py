@@ -30,6 +30,16 @@ class Head:
 
 
 @dataclass(frozen=True)
+class Offer:
+    """A saved version offered as a handoff: to any client (to_client '') or one named client,
+    open for `ttl_days`."""
+
+    from_client: str
+    to_client: str
+    ttl_days: int
+
+
+@dataclass(frozen=True)
 class Quota:
     sessions: int
     bytes: int
@@ -37,7 +47,7 @@ class Quota:
 
 # A user's usage row appears on their first save (counted from what they stored before, for
 # users older than migration 0003); from then on saves and deletes keep it up to date.
-_ENSURE_USAGE = """
+ENSURE_USAGE = """
 INSERT INTO user_usage (user_id, sessions, bytes)
 SELECT %(user_id)s,
        (SELECT count(*) FROM sessions WHERE user_id = %(user_id)s),
@@ -94,11 +104,14 @@ def save(
     quota: Quota = UNLIMITED,
     size: int = 0,
     dek_fp: bytes = b"",
+    offer: Offer | None = None,
 ) -> Row | None:
     """Create the session or bump its version, then store `seal(head row)` (nonce, ciphertext,
     and the MAC of the head's plaintext columns) as that version; None, with nothing written,
     when the save (about `size` bytes) would pass the quota or the user's data key changed
-    since `dek_fp` (the fingerprint of the key the caller sealed with) was read. The head's
+    since `dek_fp` (the fingerprint of the key the caller sealed with) was read. With `offer`,
+    the new version becomes an open handoff and replaces the open offer for the same repo and
+    target (queued with the rest: no extra round trip). The head's
     row lock serialises concurrent saves of one name; clock_timestamp(), not now(): a save that waited for the
     lock is the newer one."""
     params = {
@@ -116,7 +129,7 @@ def save(
     }
 
     def work(conn: Connection) -> Row | None:
-        conn.execute(_ENSURE_USAGE, {"user_id": user_id})
+        conn.execute(ENSURE_USAGE, {"user_id": user_id})
         row = conn.execute(_UPSERT_HEAD, params).fetchone()
         if row is None:
             return None
@@ -134,21 +147,63 @@ def save(
             "user_id": user_id,
         }
         conn.execute(_PRUNE_AND_COUNT, counts)
+        if offer is not None:
+            conn.execute(
+                _OFFER,
+                {
+                    "session_id": row["id"],
+                    "version": row["version"],
+                    "user_id": user_id,
+                    "repo": head.repo,
+                    "from_client": offer.from_client,
+                    "to_client": offer.to_client,
+                    "ttl_days": offer.ttl_days,
+                },
+            )
         return row
 
     # Not idempotent (a second run adds a version): retried only if it failed before COMMIT.
     return db.in_tenant(user_id, work, idempotent=False)
 
 
-_LOAD = """
+# A newer offer for the same repo and target replaces the open one (superseded, not claimable).
+_OFFER = """
+WITH replaced AS (
+    UPDATE handoffs SET superseded_at = clock_timestamp()
+    WHERE user_id = %(user_id)s AND repo = %(repo)s AND to_client = %(to_client)s
+      AND accepted_at IS NULL AND superseded_at IS NULL
+)
+INSERT INTO handoffs (session_id, version, user_id, repo, from_client, to_client, offered_at, expires_at)
+VALUES (%(session_id)s, %(version)s, %(user_id)s, %(repo)s, %(from_client)s, %(to_client)s,
+        clock_timestamp(), clock_timestamp() + make_interval(days => %(ttl_days)s))
+"""
+
+# A handoff's state as the tools show it; `h` is a handoffs row (or NULLs: no offer).
+STATE_COLUMNS = """
+    CASE WHEN h.session_id IS NULL THEN NULL
+         WHEN h.accepted_at IS NOT NULL THEN 'accepted'
+         WHEN h.superseded_at IS NOT NULL THEN 'superseded'
+         WHEN h.expires_at <= clock_timestamp() THEN 'expired'
+         ELSE 'open' END AS handoff_state,
+    h.version AS handoff_version, h.to_client AS handoff_to, h.from_client AS handoff_from,
+    h.offered_at AS handoff_offered_at,
+    h.expires_at AS handoff_expires_at, h.accepted_at AS handoff_accepted_at,
+    h.accepted_by AS handoff_accepted_by"""
+
+_LOAD = (
+    """
     SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
            s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
            ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
-               AS versions
+               AS versions,"""
+    + STATE_COLUMNS
+    + """
     FROM sessions s
     JOIN session_versions v ON v.session_id = s.id AND v.version = COALESCE(%(version)s, s.version)
+    LEFT JOIN handoffs h ON h.session_id = v.session_id AND h.version = v.version
     WHERE s.user_id = %(user_id)s
 """
+)
 
 
 def get_by_name(db: Database, user_id: str, name: str, version: int | None) -> Row | None:
@@ -161,12 +216,21 @@ def get_latest_for_repo(db: Database, user_id: str, repo: str) -> Row | None:
     return _one(db, user_id, sql, {"user_id": user_id, "repo": repo, "version": None})
 
 
-_PAGE = """
-SELECT id, name, repo, preview, version, client, updated_at, meta_mac FROM sessions
-WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)
-  AND (%(before_at)s::timestamptz IS NULL OR (updated_at, id) < (%(before_at)s, %(before_id)s::uuid))
-ORDER BY updated_at DESC, id DESC LIMIT %(limit)s
+# Each session's newest offer (if any) rides along: list_sessions shows its state.
+_PAGE = (
+    """
+SELECT s.id, s.name, s.repo, s.preview, s.version, s.client, s.updated_at, s.meta_mac,"""
+    + STATE_COLUMNS
+    + """
+FROM sessions s
+LEFT JOIN LATERAL (
+    SELECT * FROM handoffs WHERE session_id = s.id ORDER BY version DESC LIMIT 1
+) h ON true
+WHERE s.user_id = %(user_id)s AND (%(repo)s = '' OR s.repo = %(repo)s)
+  AND (%(before_at)s::timestamptz IS NULL OR (s.updated_at, s.id) < (%(before_at)s, %(before_id)s::uuid))
+ORDER BY s.updated_at DESC, s.id DESC LIMIT %(limit)s
 """
+)
 
 
 def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetime, str] | None) -> list[Row]:
@@ -242,42 +306,3 @@ def iso(ts: datetime) -> str:
 def _one(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
     """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
     return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()
-
-
-_ALL_VERSIONS = """
-SELECT s.id, s.name, s.repo, s.client, s.preview, s.version AS head, v.version, v.nonce, v.ciphertext
-FROM sessions s JOIN session_versions v ON v.session_id = s.id
-WHERE s.user_id = %(user_id)s
-FOR UPDATE OF v
-"""
-
-_RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session_id = %s AND version = %s"
-
-
-def reencrypt(
-    db: Database,
-    user_id: str,
-    reseal: Callable[[Row], tuple[bytes, bytes, bytes | None]],
-    new_fp: bytes,
-    switch_key: Callable[[Connection], None],
-) -> int:
-    """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, the
-    head's new MAC or None for older versions), then `switch_key(conn)`, all in one
-    transaction that holds the user's usage row: saves wait, and one that read the old key
-    before is refused (`dek_fp`). Returns the number of versions re-encrypted."""
-
-    def work(conn: Connection) -> int:
-        conn.execute(_ENSURE_USAGE, {"user_id": user_id})
-        conn.execute("SELECT 1 FROM user_usage WHERE user_id = %s FOR UPDATE", (user_id,)).fetchone()
-        rows = conn.execute(_ALL_VERSIONS, {"user_id": user_id}).fetchall()
-        for row in rows:
-            nonce, ciphertext, mac = reseal(row)
-            conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
-            if mac is not None:
-                conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
-        conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
-        switch_key(conn)
-        return len(rows)
-
-    with db.tenant(user_id) as conn:
-        return work(conn)

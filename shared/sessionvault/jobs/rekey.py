@@ -10,8 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sessionvault.core import crypto
-from sessionvault.db import identity
-from sessionvault.db import sessions as store
+from sessionvault.db import identity, rekeying
 from sessionvault.db.pool import Connection
 from sessionvault.runtime import Runtime
 
@@ -36,7 +35,7 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
     def switch(conn: Connection) -> None:
         identity.replace_wrapped_key(conn, user_id, new_wrapped)
 
-    return store.reencrypt(rt.db, user_id, reseal, crypto.fingerprint(new_dek), switch)
+    return rekeying.reencrypt(rt.db, user_id, reseal, crypto.fingerprint(new_dek), switch)
 
 
 def rekey_all(rt: Runtime, before: datetime) -> dict[str, int]:

@@ -39,6 +39,9 @@ PROTOCOL_METHODS = frozenset(
         "tools/call",
         "prompts/list",
         "prompts/get",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
     }
 )
 

@@ -28,7 +28,8 @@ from sessionvault.server.schema import compact_schema
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """SessionVault hands work over between AI clients.
-- At the start of work in a repo, call load_session with repo (no name) to pick up the last handoff.
+- At the start of work in a repo, call load_session with repo (no name) to see the last handoff;
+  load_session with repo, accept=true and client claims an open handoff (once, for one client).
 - Before stopping, switching tools, or when asked to hand off, call save_session: summary, plan,
   decisions with reasons, files, errors, what was tried, next steps (todos). Reuse the name to
   add a version; earlier versions stay loadable.
@@ -73,7 +74,8 @@ TOOLS = [
     ToolSpec(
         "save_session",
         "Save the current work session so another AI client can continue it. "
-        "Same name = new version; earlier versions are kept. Returns name, version, saved_at.",
+        "Same name = new version; earlier versions are kept. handoff=true offers it to the next "
+        "client (or to_client only). Returns name, version, saved_at.",
         records.SaveArgs,
         Vault.save,
         "write",
@@ -82,7 +84,7 @@ TOOLS = [
     ToolSpec(
         "load_session",
         "Load a session exactly: by name, or with no name the latest one for repo. "
-        "Never guesses: found=false if absent.",
+        "accept=true claims the repo's open handoff (exactly once). Never guesses: found=false if absent.",
         records.LoadArgs,
         Vault.load,
         "read",
@@ -179,6 +181,8 @@ def definitions() -> tuple[types.Tool, ...]:
 
 
 def build_server(vault: Vault) -> Server:
+    from sessionvault.server import resources  # it reads current_call from this module
+
     schemas = {tool.name: tool.input_schema for tool in definitions()}
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -199,4 +203,5 @@ def build_server(vault: Vault) -> Server:
         on_call_tool=on_call_tool,
         on_list_prompts=prompts.on_list_prompts,
         on_get_prompt=prompts.on_get_prompt,
+        **resources.build(vault),
     )

@@ -244,7 +244,7 @@ def test_a_known_protocol_method_is_named_as_sent(method: str) -> None:
     assert method_of({"jsonrpc": "2.0", "id": 1, "method": method}, TOOLS) == method
 
 
-@pytest.mark.parametrize("method", ["resources/list", "PING", "save_session", "x" * 10_000, ""])
+@pytest.mark.parametrize("method", ["resources/subscribe", "PING", "save_session", "x" * 10_000, ""])
 def test_an_unknown_method_is_other_never_the_callers_text(method: str) -> None:
     assert method_of({"jsonrpc": "2.0", "id": 1, "method": method}, TOOLS) == "other"
 

@@ -1,0 +1,44 @@
+"""How a handoff looks to the tools: the state of an offer (open, accepted by whom and when,
+expired, superseded), and why an accept got nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sessionvault.core.records import LoadArgs
+from sessionvault.db.sessions import iso
+
+
+def state_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The offer on a row (`db.sessions.STATE_COLUMNS`) as the tools show it, or None."""
+    state = row.get("handoff_state")
+    if state is None:
+        return None
+    out: dict[str, Any] = {"state": state, "version": row["handoff_version"]}
+    if row["handoff_to"]:
+        out["to_client"] = row["handoff_to"]
+    if state == "accepted":
+        out["accepted_by"] = row["handoff_accepted_by"] or ""
+        out["accepted_at"] = iso(row["handoff_accepted_at"])
+    elif state == "open":
+        out["expires_at"] = iso(row["handoff_expires_at"])
+    elif state == "expired":
+        out["expired_at"] = iso(row["handoff_expires_at"])
+    return out
+
+
+def not_claimed(args: LoadArgs, last: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Why an accept got nothing: the newest offer it could have taken was accepted (by whom,
+    when), expired, or there is none."""
+    where = f"repo {args.repo!r}" if args.repo else "any repo"
+    if last is None:
+        return {"found": False, "hint": f"no handoff offered for {where}; load_session without accept looks"}
+    offered = state_of(last) or {}
+    out: dict[str, Any] = {"found": False, "name": last["name"], "handoff": offered}
+    if offered.get("state") == "accepted":
+        by = offered["accepted_by"] or "an unnamed client"
+        out["hint"] = f"the handoff for {where} was already accepted by {by} at {offered['accepted_at']}"
+    else:
+        out["hint"] = f"no open handoff for {where}: the newest one is {offered.get('state', 'gone')}"
+    return out

@@ -1,0 +1,72 @@
+"""Claiming a handoff: the newest open offer for a repo, taken by exactly one caller in one
+statement (the offers themselves are written with the save, in `sessions`)."""
+
+from __future__ import annotations
+
+from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.sessions import STATE_COLUMNS, Row
+
+# The offer a handoff to `client` may claim: open, not expired, for anyone or for `client`.
+_CLAIMABLE = """
+    h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
+    AND (h.to_client = '' OR h.to_client = %(client)s)"""
+
+# The claim: the newest open offer, taken by one UPDATE. Concurrent claims of the same row
+# queue on its lock; each re-checks `accepted_at IS NULL` once the winner commits and finds
+# nothing, so exactly one caller gets it. The record comes back in the same statement.
+_CLAIM = (
+    """
+WITH pick AS (
+    SELECT h.session_id, h.version FROM handoffs h
+    WHERE"""
+    + _CLAIMABLE
+    + """
+      AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
+    ORDER BY h.offered_at DESC LIMIT 1
+),
+claimed AS (
+    UPDATE handoffs h SET accepted_at = clock_timestamp(), accepted_by = %(client)s
+    FROM pick
+    WHERE h.session_id = pick.session_id AND h.version = pick.version
+      AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
+    RETURNING h.*
+)
+SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
+       s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
+       ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
+           AS versions,"""
+    + STATE_COLUMNS
+    + """
+FROM claimed h
+JOIN sessions s ON s.id = h.session_id
+JOIN session_versions v ON v.session_id = h.session_id AND v.version = h.version
+"""
+)
+# For a claim that got nothing: the newest offer this caller could have claimed, whatever
+# its state now (read after the claim, in the same flight: it sees a winner's commit).
+_LAST_OFFER = (
+    """
+SELECT s.name,"""
+    + STATE_COLUMNS
+    + """
+FROM handoffs h JOIN sessions s ON s.id = h.session_id
+WHERE"""
+    + _CLAIMABLE
+    + """
+ORDER BY h.offered_at DESC LIMIT 1
+"""
+)
+
+
+def claim(db: Database, user_id: str, repo: str, client: str) -> tuple[Row | None, Row | None]:
+    """Claim the newest open handoff of `repo` ('' = any) that `client` may take: (the claimed
+    version's row, as `get_by_name` returns it, or None; the newest offer `client` could see,
+    to say who took it or that it expired). One statement claims, one flight in all."""
+    params = {"user_id": user_id, "repo": repo, "client": client}
+
+    def work(conn: Connection) -> tuple[Cursor, Cursor]:
+        return conn.execute(_CLAIM, params), conn.execute(_LAST_OFFER, params)
+
+    # Not idempotent: a rerun after COMMIT would find the offer taken, by this very caller.
+    won, last = db.in_tenant(user_id, work, idempotent=False)
+    return won.fetchone(), last.fetchone()

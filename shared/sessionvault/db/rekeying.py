@@ -1,0 +1,47 @@
+"""Re-encrypting every version of one user's sessions under a fresh data key, in one
+transaction that holds the user's usage row (see `jobs.rekey`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sessionvault.db.pool import Connection, Database
+from sessionvault.db.sessions import ENSURE_USAGE, Row
+
+_ALL_VERSIONS = """
+SELECT s.id, s.name, s.repo, s.client, s.preview, s.version AS head, v.version, v.nonce, v.ciphertext
+FROM sessions s JOIN session_versions v ON v.session_id = s.id
+WHERE s.user_id = %(user_id)s
+FOR UPDATE OF v
+"""
+
+_RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session_id = %s AND version = %s"
+
+
+def reencrypt(
+    db: Database,
+    user_id: str,
+    reseal: Callable[[Row], tuple[bytes, bytes, bytes | None]],
+    new_fp: bytes,
+    switch_key: Callable[[Connection], None],
+) -> int:
+    """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, the
+    head's new MAC or None for older versions), then `switch_key(conn)`, all in one
+    transaction that holds the user's usage row: saves wait, and one that read the old key
+    before is refused (`dek_fp`). Returns the number of versions re-encrypted."""
+
+    def work(conn: Connection) -> int:
+        conn.execute(ENSURE_USAGE, {"user_id": user_id})
+        conn.execute("SELECT 1 FROM user_usage WHERE user_id = %s FOR UPDATE", (user_id,)).fetchone()
+        rows = conn.execute(_ALL_VERSIONS, {"user_id": user_id}).fetchall()
+        for row in rows:
+            nonce, ciphertext, mac = reseal(row)
+            conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
+            if mac is not None:
+                conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
+        conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
+        switch_key(conn)
+        return len(rows)
+
+    with db.tenant(user_id) as conn:
+        return work(conn)
