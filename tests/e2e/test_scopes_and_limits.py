@@ -2,45 +2,19 @@
 
 from __future__ import annotations
 
-import json
-
-import httpx2
 import psycopg
 
 from sessionvault.core import purge
 from sessionvault.runtime import open_runtime
 
 from ..conftest import ServerThread, make_settings, make_user
+from ..support.jsonrpc import post, tool_result
 
-
-def call(url: str, key: str, tool: str, **arguments: object) -> dict:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    }
-    reply = httpx2.post(url, content=json.dumps(body), headers=headers, timeout=30)
-    assert reply.status_code == 200, reply.text
-    return reply.json()["result"]
+call = tool_result
 
 
 def tools_of(url: str, key: str) -> set[str]:
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    }
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    return {
-        t["name"]
-        for t in httpx2.post(url, content=body, headers=headers, timeout=30).json()["result"]["tools"]
-    }
+    return {t["name"] for t in post(url, key, "tools/list").json()["result"]["tools"]}
 
 
 def audit_classes(pg, user_id: str) -> list[tuple[str, str | None]]:

@@ -4,16 +4,15 @@ client's transaction never reaches another client sharing the same server connec
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import httpx2
 import pytest
 
 from sessionvault.runtime import Runtime, open_runtime
 
 from ..conftest import ServerThread, make_settings, make_user
+from ..support.jsonrpc import tool_result
 from ..support.pgbouncer import PgBouncer
 
 
@@ -29,20 +28,7 @@ def bounced(pg) -> Iterator[tuple[ServerThread, Runtime]]:
 
 
 def call(url: str, key: str, tool: str, **arguments: object) -> dict:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    }
-    reply = httpx2.post(url, content=json.dumps(body), headers=headers, timeout=30)
-    assert reply.status_code == 200, reply.text
-    result = reply.json()["result"]
+    result = tool_result(url, key, tool, **arguments)
     assert not result.get("isError"), result
     return result["structuredContent"]
 

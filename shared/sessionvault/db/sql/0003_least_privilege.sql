@@ -90,7 +90,8 @@ CREATE POLICY user_usage_tenant ON user_usage
 GRANT SELECT, INSERT, UPDATE ON user_usage TO sessionvault_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON user_usage TO sessionvault_admin;
 
-DROP FUNCTION sessionvault_admit(bytea, text, integer, integer, text, text, bytea, bytea);
+-- Admission in one statement: look up the key, set the tenant, apply the rate limit and write
+-- the audit row in a single round trip.
 CREATE FUNCTION sessionvault_admit(
     p_key_hash bytea,
     p_budget text,            -- 'tool' (tools/call) or 'protocol' (everything else)
