@@ -64,3 +64,22 @@ SESSIONVAULT_FUZZ_SCALE ?= 10
 fuzz: $(STAMP)
 	SESSIONVAULT_FUZZ_SCALE=$(SESSIONVAULT_FUZZ_SCALE) $(BIN)/pytest -p no:cacheprovider --timeout=0 \
 	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py
+
+# The real-client tier (tests/clients/): Claude Code and Gemini CLI from npm at pinned versions,
+# installed into .venv/clients-npm/ (ignored, kept between runs), against a real server under a
+# throw-away HOME. No model, no API key. Needs node and npm.
+CLIENTS_NPM  := $(VENV)/clients-npm
+CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0
+.PHONY: clients-test
+clients-test: $(STAMP)
+	@stamp="$(CLIENTS_NPM)/.installed"; want="$(CLIENT_PKGS)"; \
+	if [ "$$(cat $$stamp 2>/dev/null)" != "$$want" ]; then \
+	  echo "Installing the real client CLIs from npm: $$want (usually under a minute)"; \
+	  mkdir -p $(CLIENTS_NPM); \
+	  for try in 1 2 3; do \
+	    npm install --prefix $(CLIENTS_NPM) --no-audit --no-fund --loglevel=error $$want && break; \
+	    [ $$try = 3 ] && exit 1; echo "npm install failed; retrying ($$try/3)"; sleep 5; \
+	  done; \
+	  echo "$$want" > $$stamp; \
+	fi
+	SESSIONVAULT_CLIENTS_BIN=$(CURDIR)/$(CLIENTS_NPM)/node_modules/.bin $(BIN)/pytest -p no:cacheprovider tests/clients

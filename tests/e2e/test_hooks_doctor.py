@@ -164,3 +164,38 @@ def test_doctor_with_the_server_down(tmp_path: Path) -> None:
     assert f"✗ server not reachable at http://127.0.0.1:{port}/health" in out
     assert f"fix: sessionvault dev --port {port}" in out
     assert "accepts the key" not in out and "refuses the key" not in out
+
+
+def test_doctor_runs_the_command_each_hook_and_bridge_entry_will_run(server, user, tmp_path: Path) -> None:
+    """A hook naming a bare `sessionvault` fails in a client whose PATH lacks the venv (exit 127):
+    the doctor runs the command the hook names, and fails it when it does not resolve."""
+    home, cwd = tmp_path / "home", tmp_path / "project"
+    cwd.mkdir(parents=True)
+    files.apply("claude-code", server.url, None, use_env=True, home=home, cwd=cwd)
+    hooks.install_hooks("claude-code", home=home, cwd=cwd, url=server.url)
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 0, out
+    assert "✓ Claude Code: the hook command `/" in out  # an absolute path, and it runs
+
+    settings = home / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    gone = tmp_path / "old-venv" / "bin" / "sessionvault"
+    data["hooks"]["SessionStart"][0]["hooks"][0]["command"] = (
+        f"{gone} hook session-start --client claude-code"
+    )
+    settings.write_text(json.dumps(data))
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert code == 1
+    assert f"✗ Claude Code: the hook command does not run: {gone}: not found" in out
+    assert "fix: sessionvault connect claude-code --hooks" in out
+
+    files.apply("claude-desktop", server.url, user.key, use_env=True, home=home, cwd=cwd)
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert "✓ Claude Desktop: the bridge command `/" in out
+    desktop = home / ".config" / "Claude" / "claude_desktop_config.json"
+    data = json.loads(desktop.read_text())
+    data["mcpServers"]["sessionvault"]["command"] = str(tmp_path / "gone" / "sessionvault")
+    desktop.write_text(json.dumps(data))
+    code, out = run_doctor(server.url, user.key, home, cwd)
+    assert "✗ Claude Desktop: the bridge command does not run" in out
+    assert f"fix: sessionvault connect claude-desktop --apply --url {server.url}" in out

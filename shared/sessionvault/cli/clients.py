@@ -46,9 +46,21 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _run_connect(args: argparse.Namespace) -> int:
     require_safe_url(args.url)  # the config will send the key there
+    if args.hooks and args.client not in hooks.HOOK_CLIENTS:
+        # Refused before anything is written: no half-done change.
+        print(
+            f"sessionvault connect: {args.client} has no session-start hook, so --hooks cannot "
+            f"be used with it (hooks exist for {', '.join(hooks.HOOK_CLIENTS)}); nothing was "
+            f"written. Run `sessionvault connect {args.client} --apply` without --hooks.",
+            file=sys.stderr,
+        )
+        return 2
     key = args.key or os.environ.get(KEY_ENV) or None
     spec = registry.CLIENTS[args.client]
-    if args.use_env and spec.reads_env and not os.environ.get(KEY_ENV):
+    env_mode = args.use_env and spec.reads_env
+    if env_mode and args.key:
+        _where_the_key_goes(spec.title, args.key)
+    elif env_mode and not os.environ.get(KEY_ENV):
         print(
             f"note: set {KEY_ENV} where {spec.title} starts, it reads the key from there",
             file=sys.stderr,
@@ -74,9 +86,36 @@ def _run_connect(args: argparse.Namespace) -> int:
             return 2
     if registry.holds_literal_key(spec, args.use_env):
         # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
-        where = " keep it out of git;" if result.path.is_relative_to(Path.cwd()) else ""
+        where = " keep it out of git;" if spec.project_scoped else ""
         print(f"note:{where} {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
     return 0
+
+
+def key_prefix(key: str) -> str:
+    """What may be shown of a key: its first 12 characters, as `key list` and `doctor` do."""
+    return key[:12]
+
+
+def _where_the_key_goes(title: str, key: str) -> None:
+    """Env-reference mode writes `$SESSIONVAULT_API_KEY`, not the key: say where the key goes."""
+    if os.environ.get(KEY_ENV, "").strip() == key.strip():
+        return  # this shell already exports it; the client started from here sees it
+    shell = Path(os.environ.get("SHELL") or "sh").name
+    profile, line = {
+        "zsh": ("~/.zshrc", f"export {KEY_ENV}=<key>"),
+        "bash": ("~/.bashrc", f"export {KEY_ENV}=<key>"),
+        "fish": ("~/.config/fish/config.fish", f"set -gx {KEY_ENV} <key>"),
+    }.get(shell, ("~/.profile", f"export {KEY_ENV}=<key>"))
+    shown = key_prefix(key)
+    print(
+        f"note: the config refers to ${KEY_ENV}; the --key you gave is NOT written into it.\n"
+        f"  {title} reads the key from its environment: add this line to {profile} (the shell "
+        f"profile {title} starts from), with your whole key:\n"
+        f"    {line.replace('<key>', shown + '...')}\n"
+        f"  ({shown}... is the start of the key you passed; or re-run with --no-env to write "
+        f"the key itself into the config)",
+        file=sys.stderr,
+    )
 
 
 def _report(result: files.ApplyResult) -> None:

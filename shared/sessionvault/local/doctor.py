@@ -15,11 +15,12 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local import hooks, rpc
+from sessionvault.local import command, hooks, rpc
 from sessionvault.local.connect import files, registry
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
 
 TIMEOUT_S = 3.0
+HOOK_PROBE = ["hook", "session-start", "--help"]  # quick: no network, exits 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,35 @@ def _entry_url(spec: registry.ClientSpec, entry: Mapping[str, Any]) -> Any:
     return args[args.index("--url") + 1] if "--url" in args[:-1] else None
 
 
+def _entry_argv(entry: Mapping[str, Any]) -> list[str] | None:
+    """`[command, *args before "bridge"]` of a stdio bridge entry."""
+    program, args = entry.get("command"), entry.get("args")
+    if not isinstance(program, str) or not isinstance(args, list) or "bridge" not in args:
+        return None
+    return [program, *(str(a) for a in args[: args.index("bridge")])]
+
+
+def check_command(argv: list[str] | None, sub: list[str], what: str, fix: str) -> list[Check]:
+    """Does the `sessionvault` a client will run resolve, and does it run? A bare name that
+    resolves only here is a tip: the client may start with another PATH."""
+    if not argv:
+        return [Check(False, f"{what} is not a sessionvault command", fix)]
+    probe = command.probe([*argv, *sub])
+    if not probe.ok:
+        return [Check(False, f"{what} does not run: {probe.detail}", fix)]
+    shown = " ".join(argv)
+    if os.sep not in argv[0]:
+        return [
+            Check(True, f"{what} `{shown}` runs here"),
+            Check(
+                None,
+                f"{what} is a bare `{argv[0]}`: a client started with another PATH "
+                f"will not find it; pin the absolute path ({fix})",
+            ),
+        ]
+    return [Check(True, f"{what} `{shown}` runs")]
+
+
 def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[str]]:
     """One line per configured client; the names of the configured ones."""
     out: list[Check] = []
@@ -134,6 +164,12 @@ def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[
             out.append(Check(True, f"{spec.title}: {shown} -> {url}"))
         else:
             out.append(Check(False, f"{spec.title}: {shown} points to {got or 'no URL'}, not {url}", fix))
+        if spec.url_key is None:  # a stdio entry: the client starts this command itself
+            out.extend(
+                check_command(
+                    _entry_argv(entry), ["bridge", "--help"], f"{spec.title}: the bridge command", fix
+                )
+            )
     if not configured:
         out.append(
             Check(
@@ -154,9 +190,15 @@ def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
     out = []
     for name, spec in hooks.HOOK_CLIENTS.items():
         shown = _shown(spec.path(home, cwd), home)
-        if hooks.hook_installed(name, home=home, cwd=cwd):
+        installed = hooks.installed_commands(name, home=home, cwd=cwd)
+        if installed:
             trust = " (trust it once with /hooks in Codex)" if name == "codex" else ""
             out.append(Check(True, f"{spec.title}: session-start hook installed in {shown}{trust}"))
+            fix = f"sessionvault connect {name} --hooks"
+            for line in installed:
+                out.extend(
+                    check_command(hooks.hook_argv(line), HOOK_PROBE, f"{spec.title}: the hook command", fix)
+                )
         elif name in configured:
             out.append(
                 Check(

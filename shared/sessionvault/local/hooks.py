@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigFileError
+from sessionvault.local import command
 from sessionvault.local.connect import files
 from sessionvault.local.connect.files import ApplyResult
 from sessionvault.names import DEFAULT_URL
 
-_COMMAND = "sessionvault hook session-start"
-_OURS = re.compile(r"(^|[\s/])sessionvault hook session-start(\s|$)")
+# Ours, however it names the command: bare, by absolute path (maybe quoted), or `-m` module.
+_OURS = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook session-start(\s|$)")
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,39 @@ def _hook_spec(client: str) -> HookSpec:
 
 
 def hook_command(client: str, url: str | None = None) -> str:
-
-    command = f"{_COMMAND} --client {client}"
+    """The hook's command line, naming `sessionvault` by an absolute path (see `command`)."""
+    args = ["hook", "session-start", "--client", client]
     if url and url != DEFAULT_URL:
-        command += f" --url {shlex.quote(url)}"
-    return command
+        args += ["--url", url]
+    return command.shell_command(*args)
+
+
+def hook_argv(hook_command_line: str) -> list[str] | None:
+    """The argv prefix that runs `sessionvault` in a hook's command line, or None."""
+    try:
+        words = shlex.split(hook_command_line)
+    except ValueError:
+        return None
+    for i in range(len(words) - 1):
+        if words[i : i + 2] == ["hook", "session-start"]:
+            return words[:i] or None
+    return None
+
+
+def installed_commands(client: str, *, home: Path, cwd: Path) -> list[str]:
+    """The command lines of our session-start hooks in the client's settings."""
+    path = _hook_spec(client).path(home, cwd)
+    try:
+        groups = _session_start_groups(files.read(path), path)
+    except (OSError, ConfigFileError):
+        return []
+    return [
+        str(h.get("command"))
+        for g in groups
+        if isinstance(g, dict)
+        for h in g.get("hooks") or []
+        if _is_ours(h)
+    ]
 
 
 def _is_ours(hook: Any) -> bool:
@@ -126,9 +155,4 @@ def install_hooks(
 
 def hook_installed(client: str, *, home: Path, cwd: Path) -> bool:
     """Whether the client's settings hold a sessionvault session-start hook."""
-    path = _hook_spec(client).path(home, cwd)
-    try:
-        groups = _session_start_groups(files.read(path), path)
-    except (OSError, ConfigFileError):
-        return False
-    return any(_is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks") or [])
+    return bool(installed_commands(client, home=home, cwd=cwd))

@@ -1,5 +1,7 @@
-"""The CLI's connect tests use the client-config tests' fake home, project folder and Linux."""
+"""The CLI's connect tests use the client-config tests' fake home, project folder and Linux,
+and the same pinned `sessionvault` path."""
 
+from ..local.conftest import _pinned_command
 from ..local.connect.conftest import _linux, cwd, home
 
-__all__ = ["_linux", "cwd", "home"]
+__all__ = ["_linux", "_pinned_command", "cwd", "home"]

@@ -79,3 +79,57 @@ def test_cli_missing_key_is_an_error_not_a_traceback(
     args = _parse(["connect", "claude-desktop"])
     assert args.func(args) == 2
     assert "API key" in capsys.readouterr().err
+
+
+def test_cli_hooks_on_a_client_without_hooks_is_refused_before_writing(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", "sv_live_" + "A" * 32)
+    args = _parse(["connect", "opencode", "--hooks"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert "opencode has no session-start hook" in err and "nothing was written" in err
+    assert not home.exists() or not any(home.rglob("*"))  # no config, no backup, no folder
+
+
+def test_cli_key_in_env_mode_says_where_the_key_must_go(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SHELL", "/bin/zsh")
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    key = "sv_live_abcd" + "S" * 28
+    args = _parse(["connect", "gemini", "--apply", "--key", key])
+    assert args.func(args) == 0
+    err = capsys.readouterr().err
+    assert "the --key you gave is NOT written" in err
+    assert "export SESSIONVAULT_API_KEY=sv_live_abcd..." in err
+    assert "~/.zshrc" in err
+    assert key not in err  # only its prefix is echoed
+    written = (home / ".gemini" / "settings.json").read_text()
+    assert key not in written and "$SESSIONVAULT_API_KEY" in written
+
+
+def test_cli_key_in_env_mode_is_quiet_when_this_shell_already_exports_it(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    key = "sv_live_" + "Q" * 32
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", key)
+    args = _parse(["connect", "cursor", "--key", key])
+    assert args.func(args) == 0
+    assert "NOT written" not in capsys.readouterr().err
+
+
+def test_cli_desktop_bridge_names_the_command_by_absolute_path(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ..local.conftest import SV
+
+    args = _parse(["connect", "claude-desktop", "--key", "sv_live_" + "D" * 32])
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["sessionvault"]["command"] == SV

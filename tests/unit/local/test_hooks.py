@@ -13,6 +13,8 @@ import pytest
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import hooks
 
+from .conftest import SV
+
 T1 = datetime(2026, 1, 2, 3, 4, 5)
 T2 = datetime(2026, 1, 2, 3, 4, 9)
 HOOK_FILES = {
@@ -34,7 +36,7 @@ def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> Non
     [group] = session_start_groups(path)
     [hook] = group["hooks"]
     assert hook["type"] == "command"
-    assert hook["command"] == f"sessionvault hook session-start --client {client}"
+    assert hook["command"] == f"{SV} hook session-start --client {client}"
     expected = {
         "claude-code": ("startup|clear", {"timeout": 5}),
         "codex": ("startup|clear", {"timeout": 5}),
@@ -96,7 +98,7 @@ def test_a_changed_url_replaces_the_old_hook_instead_of_adding_one(tmp_path: Pat
     groups = session_start_groups(path)
     assert groups[0] == {"hooks": [theirs]}  # their hook stays, our old one is gone
     assert groups[1]["hooks"][0]["command"] == (
-        "sessionvault hook session-start --client claude-code --url https://vault.example.com/mcp"
+        f"{SV} hook session-start --client claude-code --url https://vault.example.com/mcp"
     )
     assert not hooks.install_hooks("claude-code", home=tmp_path, cwd=tmp_path, now=T2, url=url).changed
 

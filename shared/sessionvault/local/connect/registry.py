@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sessionvault.errors import ConfigFileError
+from sessionvault.local import command, repo
 from sessionvault.local.connect import toml
 from sessionvault.names import KEY_ENV, SERVER_NAME
 
@@ -25,6 +26,14 @@ def _app_config(home: Path) -> Path:
     if sys.platform == "darwin":
         return home / "Library" / "Application Support"
     return home / ".config"
+
+
+def project_root(cwd: Path) -> Path:
+    """The repository that `cwd` is in (its git top level), else `cwd` itself. Claude Code
+    reads `.mcp.json` from the folder it starts in and its parents, so the repo root is the
+    one place that every `claude` started inside the repo finds."""
+    top = repo._git(cwd, "rev-parse", "--show-toplevel")
+    return Path(top) if top else cwd
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class ClientSpec:
     # Codex names the env var holding the bearer token instead of interpolating it.
     token_env_key: str | None = None
     fmt: Literal["json", "toml"] = "json"
+    project_scoped: bool = False  # the file lives in the repository, not in the home folder
 
     @property
     def reads_env(self) -> bool:
@@ -52,10 +62,11 @@ CLIENTS: dict[str, ClientSpec] = {
     "claude-code": ClientSpec(
         title="Claude Code",
         # Project scope: the only scope where ${VAR} expansion is documented.
-        path=lambda home, cwd: cwd / ".mcp.json",
+        path=lambda home, cwd: project_root(cwd) / ".mcp.json",
         container="mcpServers",
         fixed={"type": "http"},
         env_ref="${%s}",
+        project_scoped=True,
     ),
     "claude-desktop": ClientSpec(
         title="Claude Desktop",
@@ -141,7 +152,9 @@ def entry(spec: ClientSpec, url: str, key: str | None, use_env: bool) -> dict[st
         why = "" if spec.reads_env else f" ({spec.title} cannot read {KEY_ENV} itself)"
         raise ConfigFileError(f"an API key is needed{why}: pass --key or set {KEY_ENV}")
     if spec.url_key is None:
-        return {"command": "sessionvault", "args": ["bridge", "--url", url], "env": {KEY_ENV: key}}
+        # By absolute path: Claude Desktop starts servers with a minimal PATH.
+        program, *prefix = command.sessionvault_argv()
+        return {"command": program, "args": [*prefix, "bridge", "--url", url], "env": {KEY_ENV: key}}
     out: dict[str, Any] = {**spec.fixed, spec.url_key: url}
     if not literal and spec.token_env_key:
         out[spec.token_env_key] = KEY_ENV

@@ -10,6 +10,8 @@ import json
 import tomllib
 from typing import Any
 
+from ..conftest import SV
+
 URL = "http://127.0.0.1:8765/mcp"
 KEY = "sv-test-key"
 
@@ -23,7 +25,7 @@ LITERAL: dict[str, tuple[str, dict[str, Any]]] = {
     "claude-code": ("mcpServers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
     "claude-desktop": (
         "mcpServers",
-        {"command": "sessionvault", "args": ["bridge", "--url", URL], "env": {"SESSIONVAULT_API_KEY": KEY}},
+        {"command": SV, "args": ["bridge", "--url", URL], "env": {"SESSIONVAULT_API_KEY": KEY}},
     ),
     "cursor": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
     "vscode": ("servers", {"type": "http", "url": URL, "headers": bearer(KEY)}),

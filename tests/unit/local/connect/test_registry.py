@@ -80,3 +80,19 @@ def test_config_path_on_macos(client: str, home: Path, cwd: Path, monkeypatch: p
     monkeypatch.setattr(sys, "platform", "darwin")
     expected = _expected_path(MAC_PATHS[client], home, cwd)
     assert config_path(client, home=home, cwd=cwd) == expected
+
+
+def test_claude_code_config_goes_to_the_repository_root(tmp_path: Path) -> None:
+    """Claude Code reads `.mcp.json` from the folder it starts in and its parents: a `connect`
+    run in a subfolder writes it at the git top level, where every `claude` in the repo finds it."""
+    import subprocess
+
+    repo_root = tmp_path / "repo"
+    sub = repo_root / "src" / "pkg"
+    sub.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo_root)], check=True, timeout=30)
+    top = repo_root.resolve()
+    assert config_path("claude-code", home=tmp_path, cwd=sub) == top / ".mcp.json"
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    assert config_path("claude-code", home=tmp_path, cwd=outside) == outside / ".mcp.json"

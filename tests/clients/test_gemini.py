@@ -1,0 +1,74 @@
+"""Gemini CLI (the real `gemini`) against a real server: the settings that
+`connect gemini --apply` writes connect once the folder is trusted, a wrong key fails, and the
+session-start hook fires before the model call."""
+
+from __future__ import annotations
+
+import json
+
+from ..conftest import make_user
+from .conftest import Env, ToolCalls
+
+NO_MODEL = {
+    "GEMINI_API_KEY": "dummy-not-a-key",
+    "GEMINI_CLI_NO_RELAUNCH": "true",
+    "GEMINI_TELEMETRY_ENABLED": "false",
+}
+
+
+def gemini(env: Env) -> str:
+    return str(env.bin / "gemini")
+
+
+def trust_folder(env: Env) -> None:
+    """Gemini CLI disables MCP servers (and hooks) in untrusted folders; folder trust is on by
+    default. Trusting the folder (the "Trust folder" prompt, or `/permissions`) stores this."""
+    path = env.home / ".gemini" / "trustedFolders.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({str(env.project): "TRUST_FOLDER"}))
+
+
+def sessionvault_line(out: str) -> str:
+    return next((row for row in out.splitlines() if "sessionvault" in row and "http" in row), "")
+
+
+def test_mcp_list_reports_the_server_connected(server, runtime, client_env: Env) -> None:
+    user = make_user(runtime)
+    client_env.connect("gemini", server.url, user.key, "--apply")
+    trust_folder(client_env)
+    done = client_env.run([gemini(client_env), "mcp", "list"], user.key, **NO_MODEL)
+    out = done.stdout + done.stderr
+    assert "Connected" in sessionvault_line(out) and "Disconnected" not in sessionvault_line(out), out
+
+
+def test_mcp_list_with_a_wrong_key_reports_failure(server, runtime, client_env: Env) -> None:
+    user = make_user(runtime)
+    client_env.connect("gemini", server.url, user.key, "--apply")
+    trust_folder(client_env)
+    done = client_env.run([gemini(client_env), "mcp", "list"], "sv_live_" + "W" * 32, **NO_MODEL)
+    out = done.stdout + done.stderr
+    line = sessionvault_line(out)
+    assert line and ("Disconnected" in line or "Connected" not in line), out
+
+
+def test_the_session_start_hook_fires_before_the_model_call(
+    server, runtime, client_env: Env, closed_url: str, tool_calls: ToolCalls
+) -> None:
+    user = make_user(runtime)
+    client_env.connect("gemini", server.url, user.key, "--hooks")
+    trust_folder(client_env)
+    # Headless runs need an auth type picked; the dummy key never reaches a model.
+    settings = client_env.home / ".gemini" / "settings.json"
+    data = json.loads(settings.read_text())
+    assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"].startswith("/")
+    data["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+    settings.write_text(json.dumps(data, indent=2))
+    seen, _ = client_env.until(
+        [gemini(client_env), "-p", "hi"],
+        user.key,
+        lambda: bool(tool_calls.calls("load_session", user.id)),
+        timeout=90,
+        GOOGLE_GEMINI_BASE_URL=closed_url,
+        **NO_MODEL,
+    )
+    assert seen, client_env.last_output
