@@ -133,3 +133,14 @@ def test_cli_desktop_bridge_names_the_command_by_absolute_path(
     args = _parse(["connect", "claude-desktop", "--key", "sv_live_" + "D" * 32])
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["mcpServers"]["sessionvault"]["command"] == SV
+
+
+def test_connect_help_lists_every_client(capsys: pytest.CaptureFixture[str]) -> None:
+    from sessionvault.local.connect.registry import CLIENTS
+
+    with pytest.raises(SystemExit):
+        _parse(["connect", "--help"])
+    out = capsys.readouterr().out
+    assert len(CLIENTS) >= 20
+    for client in CLIENTS:
+        assert client in out

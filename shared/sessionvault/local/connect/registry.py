@@ -131,6 +131,73 @@ CLIENTS: dict[str, ClientSpec] = {
         # Without an explicit type Cline treats a bare `url` as the legacy SSE transport.
         fixed={"type": "streamableHttp", "disabled": False},
     ),
+    "roo-code": ClientSpec(
+        title="Roo Code (VS Code extension)",
+        path=lambda home, cwd: (
+            _app_config(home)
+            / "Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json"
+        ),
+        container="mcpServers",
+        # Roo, like Cline, needs the type spelled out for a Streamable HTTP `url`.
+        fixed={"type": "streamable-http"},
+    ),
+    "kilo-code": ClientSpec(
+        title="Kilo Code",
+        # Kilo's own config (shared by its VS Code extension and CLI), not VS Code's storage.
+        path=lambda home, cwd: home / ".config" / "kilo" / "kilo.jsonc",
+        container="mcp",
+        fixed={"type": "remote", "enabled": True},
+        env_ref="{env:%s}",
+    ),
+    "kiro": ClientSpec(
+        title="Kiro (IDE and CLI)",
+        path=lambda home, cwd: home / ".kiro" / "settings" / "mcp.json",
+        container="mcpServers",
+        env_ref="${%s}",
+    ),
+    "amazon-q": ClientSpec(
+        title="Amazon Q Developer CLI",
+        path=lambda home, cwd: home / ".aws" / "amazonq" / "mcp.json",
+        container="mcpServers",
+        fixed={"type": "http"},
+    ),
+    "copilot-cli": ClientSpec(
+        title="GitHub Copilot CLI",
+        path=lambda home, cwd: home / ".copilot" / "mcp-config.json",
+        container="mcpServers",
+        # `tools` is required by Copilot's format; "*" enables every tool of the server.
+        fixed={"type": "http", "tools": ["*"]},
+    ),
+    "qwen": ClientSpec(
+        title="Qwen Code",
+        path=lambda home, cwd: home / ".qwen" / "settings.json",
+        container="mcpServers",
+        url_key="httpUrl",  # as in Gemini CLI, which it forks: `url` would mean SSE
+        env_ref="$%s",
+    ),
+    "crush": ClientSpec(
+        title="Crush",
+        path=lambda home, cwd: home / ".config" / "crush" / "crush.json",
+        container="mcp",
+        fixed={"type": "http"},
+        env_ref="$%s",
+    ),
+    "amp": ClientSpec(
+        title="Amp",
+        path=lambda home, cwd: home / ".config" / "amp" / "settings.json",
+        container="amp.mcpServers",  # one flat, dotted key, like VS Code settings
+    ),
+    "warp": ClientSpec(
+        title="Warp",
+        path=lambda home, cwd: home / ".warp" / ".mcp.json",
+        container="mcpServers",
+    ),
+    "junie": ClientSpec(
+        title="JetBrains Junie",
+        path=lambda home, cwd: home / ".junie" / "mcp" / "mcp.json",
+        container="mcpServers",
+        url_key=None,  # Junie in the IDE starts stdio servers only
+    ),
 }
 
 
@@ -152,7 +219,7 @@ def entry(spec: ClientSpec, url: str, key: str | None, use_env: bool) -> dict[st
         why = "" if spec.reads_env else f" ({spec.title} cannot read {KEY_ENV} itself)"
         raise ConfigFileError(f"an API key is needed{why}: pass --key or set {KEY_ENV}")
     if spec.url_key is None:
-        # By absolute path: Claude Desktop starts servers with a minimal PATH.
+        # By absolute path: Claude Desktop starts servers with a minimal PATH (other IDEs may too).
         program, *prefix = command.sessionvault_argv()
         return {"command": program, "args": [*prefix, "bridge", "--url", url], "env": {KEY_ENV: key}}
     out: dict[str, Any] = {**spec.fixed, spec.url_key: url}

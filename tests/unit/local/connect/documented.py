@@ -38,6 +38,22 @@ LITERAL: dict[str, tuple[str, dict[str, Any]]] = {
         "mcpServers",
         {"type": "streamableHttp", "disabled": False, "url": URL, "headers": bearer(KEY)},
     ),
+    "roo-code": ("mcpServers", {"type": "streamable-http", "url": URL, "headers": bearer(KEY)}),
+    "kilo-code": ("mcp", {"type": "remote", "enabled": True, "url": URL, "headers": bearer(KEY)}),
+    "kiro": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
+    "amazon-q": ("mcpServers", {"type": "http", "url": URL, "headers": bearer(KEY)}),
+    "copilot-cli": (
+        "mcpServers",
+        {"type": "http", "tools": ["*"], "url": URL, "headers": bearer(KEY)},
+    ),
+    "qwen": ("mcpServers", {"httpUrl": URL, "headers": bearer(KEY)}),
+    "crush": ("mcp", {"type": "http", "url": URL, "headers": bearer(KEY)}),
+    "amp": ("amp.mcpServers", {"url": URL, "headers": bearer(KEY)}),
+    "warp": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
+    "junie": (
+        "mcpServers",
+        {"command": SV, "args": ["bridge", "--url", URL], "env": {"SESSIONVAULT_API_KEY": KEY}},
+    ),
 }
 
 # Clients that can read SESSIONVAULT_API_KEY themselves, in their own syntax.
@@ -54,6 +70,15 @@ ENV_FORM: dict[str, dict[str, Any]] = {
         "headers": bearer("{env:SESSIONVAULT_API_KEY}"),
         "enabled": True,
     },
+    "kilo-code": {
+        "type": "remote",
+        "enabled": True,
+        "url": URL,
+        "headers": bearer("{env:SESSIONVAULT_API_KEY}"),
+    },
+    "kiro": {"url": URL, "headers": bearer("${SESSIONVAULT_API_KEY}")},
+    "qwen": {"httpUrl": URL, "headers": bearer("$SESSIONVAULT_API_KEY")},
+    "crush": {"type": "http", "url": URL, "headers": bearer("$SESSIONVAULT_API_KEY")},
 }
 NO_ENV = sorted(set(LITERAL) - set(ENV_FORM))
 
@@ -68,6 +93,16 @@ LINUX_PATHS = {
     "opencode": "~/.config/opencode/opencode.json",
     "zed": "~/.config/zed/settings.json",
     "cline": "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    "roo-code": "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
+    "kilo-code": "~/.config/kilo/kilo.jsonc",
+    "kiro": "~/.kiro/settings/mcp.json",
+    "amazon-q": "~/.aws/amazonq/mcp.json",
+    "copilot-cli": "~/.copilot/mcp-config.json",
+    "qwen": "~/.qwen/settings.json",
+    "crush": "~/.config/crush/crush.json",
+    "amp": "~/.config/amp/settings.json",
+    "warp": "~/.warp/.mcp.json",
+    "junie": "~/.junie/mcp/mcp.json",
 }
 MAC_APP = "~/Library/Application Support"
 MAC_PATHS = {
@@ -75,6 +110,7 @@ MAC_PATHS = {
     "claude-desktop": f"{MAC_APP}/Claude/claude_desktop_config.json",
     "vscode": f"{MAC_APP}/Code/User/mcp.json",
     "cline": f"{MAC_APP}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    "roo-code": f"{MAC_APP}/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
 }
 
 

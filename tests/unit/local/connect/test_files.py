@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local.connect.files import apply
+from sessionvault.local.connect.files import apply, read
 from sessionvault.local.connect.registry import config_path
 
 from .documented import ENV_FORM, KEY, LITERAL, URL, parse
@@ -285,3 +285,26 @@ def test_apply_refuses_files_it_cannot_edit_safely(content: str, home: Path, cwd
         apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
     assert path.read_text() == content
     assert backups(path) == []
+
+
+def test_kilo_code_keeps_the_comments_of_its_jsonc(home: Path, cwd: Path) -> None:
+    path = config_path("kilo-code", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    original = '{\n  // my kilo setup\n  "model": "x", /* keep */\n  "mcp": {},\n}\n'
+    path.write_text(original)
+    apply("kilo-code", URL, None, use_env=True, home=home, cwd=cwd, now=T1)
+    text = path.read_text()
+    assert "// my kilo setup" in text and "/* keep */" in text
+    assert read(path)["mcp"]["sessionvault"] == ENV_FORM["kilo-code"]
+
+
+def test_amp_container_is_one_dotted_key_beside_other_amp_settings(home: Path, cwd: Path) -> None:
+    """Amp's settings are flat dotted keys: `amp.mcpServers` is one key, not `amp` -> `mcpServers`."""
+    path = config_path("amp", home=home, cwd=cwd)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "amp.tools.disable": ["browser"],\n  "amp.mcpServers": {}\n}\n')
+    apply("amp", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    assert read(path) == {
+        "amp.tools.disable": ["browser"],
+        "amp.mcpServers": {"sessionvault": LITERAL["amp"][1]},
+    }
