@@ -7,21 +7,28 @@ same shape:
 
 The hook must never slow down or break a start: one stateless `tools/call` (`rpc`), a hard
 deadline of TIMEOUT_S for git and network together, and on any failure a one-line note as the
-context. Imports stay light (stdlib, `rpc`, `repo`, `framing`): no httpx2, mcp, psycopg or tomlkit."""
+context. Imports stay light (stdlib, `rpc`, `repo`, `framing`): no httpx2, mcp, psycopg or tomlkit.
+
+A session offered as a handoff to this client (or to any) is shown as an open handoff, with the
+load_session call that would accept it: the hook itself only looks (mode normal, never accept),
+so the offer stays open until a model claims it. When the session recorded the commit it was
+saved at, the hook says how far this checkout moved since (commits, changed files, another
+branch), computed locally with git in whatever is left of the deadline."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sessionvault.core import framing
 from sessionvault.errors import ToolCallFailed
 from sessionvault.local import rpc
-from sessionvault.local.repo import current_repo
+from sessionvault.local.repo import Drift, current_branch, current_repo, drift_since, is_commit
 from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 
 TIMEOUT_S = 0.8  # git + connect + request + response, all together
@@ -58,6 +65,10 @@ def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
         framing.clip(f"**{name}** v{version}, saved{by} at {when}", budget),
     ]
     used = len(lines[0])
+    anchor = _anchor(session)
+    if anchor and used + 1 + len(anchor) < budget:
+        lines.append(anchor)
+        used += 1 + len(anchor)
     summary_line = framing.clip(f"**Summary:** {summary}", budget - used - 1)
     if not summary_line:
         return lines
@@ -103,16 +114,129 @@ def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
     return lines
 
 
-def render_session(session: Mapping[str, Any], cap: int = CONTEXT_CAP) -> str:
+def _anchor(session: Mapping[str, Any]) -> str:
+    """The branch and commit the session was saved at, as a line of the notes (saved text)."""
+    parts = []
+    if session.get("branch"):
+        parts.append(f"branch `{framing.code(session['branch'], 200)}`")
+    if session.get("commit"):
+        parts.append(f"commit {framing.flatten(session['commit'], 40)}")
+    return f"**Saved on:** {', '.join(parts)}" if parts else ""
+
+
+# What the hook learned about git drift: a report, nothing to say, or no time left to find out.
+Late = Literal["late"]
+LATE: Late = "late"
+NAMES_CHARS = 80  # per changed file named in a drift line
+
+
+def open_offer(session: Mapping[str, Any], client: str) -> Mapping[str, Any] | None:
+    """The session's handoff if it is open for `client`: offered to anyone, or to `client`."""
+    offered = session.get("handoff")
+    if not isinstance(offered, Mapping) or offered.get("state") != "open":
+        return None
+    target = offered.get("to_client") or ""
+    return offered if not target or target == client else None
+
+
+def handoff_line(offered: Mapping[str, Any], repo: str, client: str) -> str:
+    """Our own line about an open handoff and how to accept it (no saved text in it)."""
+    to = f"this client ({framing.code(client, 100)})" if offered.get("to_client") else "any client"
+    until = framing.flatten(_when(offered.get("expires_at") or ""), 60)
+    call = f"repo={framing.quote(repo, 300)}, accept=true"
+    if client:
+        call += f", client={framing.quote(client, 100)}"
+    return (
+        f"**Open handoff** for {to}, open until {until}: offered, not claimed. To take it over, call "
+        f"load_session with {call}; that claims it exactly once (another client may take it first)."
+    )
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "")[:12]
+
+
+def _branch_note(drift_branch: str | None, saved: str) -> str:
+    """Whether the checkout is on another branch than the saved one (named only in the notes)."""
+    if not saved or not drift_branch or drift_branch == saved:
+        return ""
+    if drift_branch == "HEAD":
+        return "HEAD is detached, not on the branch it was saved on (see the notes)"
+    return f"now on branch `{framing.code(drift_branch, 100)}`, not the one it was saved on (see the notes)"
+
+
+def drift_line(drift: Drift | Late | None, saved_branch: str = "", current: str | None = None) -> str:
+    """Our own line on how far this checkout moved since the saved commit: from local git only
+    (file and branch names of this checkout, the commit id checked to be hex), never saved text.
+    `current` is the branch when only a branch was saved (no commit); "" when nothing is known."""
+    if drift == LATE:
+        return "**Code since it was saved:** not checked (no time left within the hook's deadline)."
+    if drift is None:
+        note = _branch_note(current, saved_branch)
+        return f"**Code since it was saved:** {note}." if note else ""
+    commit = _short(drift.commit)
+    if drift.head is None:
+        return f"**Code since it was saved:** unknown: no git commits here to compare with commit {commit}."
+    branch = _branch_note(drift.branch, saved_branch)
+    if not drift.known:
+        text = (
+            f"**Code since it was saved:** commit {commit} is not in this clone (not fetched, or history "
+            "rewritten), so commits and changed files since are unknown"
+        )
+        return f"{text}; {branch}." if branch else f"{text}."
+    if not drift.commits and not drift.changed:
+        text = f"**Code since it was saved:** unchanged: HEAD is at commit {commit}, no files changed since"
+        return f"{text}; {branch}." if branch else f"{text}."
+    commits = f"{drift.commits} commit{'' if drift.commits == 1 else 's'}"
+    parts = [f"{commits} since commit {commit} (HEAD now {_short(drift.head)})"]
+    if drift.changed:
+        named = ", ".join(f"`{framing.code(f, NAMES_CHARS)}`" for f in drift.files)
+        more = drift.changed - len(drift.files)
+        named += f", … {more} more" if more > 0 else ""
+        files = f"{drift.changed} file{'' if drift.changed == 1 else 's'} changed (committed or not): {named}"
+        parts.append(files)
+    else:
+        parts.append("no files changed")
+    if branch:
+        parts.append(branch)
+    return f"**Code since it was saved:** {'; '.join(parts)}."
+
+
+def render_session(
+    session: Mapping[str, Any],
+    cap: int = CONTEXT_CAP,
+    *,
+    client: str = "",
+    repo: str = "",
+    drift: Drift | Late | None = None,
+    branch: str | None = None,
+) -> str:
     """The session as compact markdown of at most `cap` characters: a heading, then the saved
     content framed as notes from an earlier session (framing.frame), never as markdown of its own.
 
-    Inside the block the header line and summary come first; then next steps, decisions, files
-    and what was tried, each list cut short (with a count of what was left out) once the budget
-    runs out. A small `cap` first shortens the notice, then drops the heading.
+    Inside the block the header line and summary come first (with the branch and commit it was
+    saved at); then next steps, decisions, files and what was tried, each list cut short (with a
+    count of what was left out) once the budget runs out. A small `cap` first shortens the
+    notice, then drops the heading.
+
+    Outside the block, lines of our own: an open handoff for `client` (or for anyone) and the
+    load_session call that accepts it for `repo` (default: the session's), and the `drift` of
+    this checkout since the saved commit (`branch`: the current one, when only a branch was saved).
     """
-    heading = f"## SessionVault: last session for `{framing.code(session.get('repo') or 'this repo', 200)}`"
-    for head, short in (([heading, HINT], False), ([heading], True), ([], True)):
+    repo = repo or str(session.get("repo") or "")
+    heading = f"## SessionVault: last session for `{framing.code(repo or 'this repo', 200)}`"
+    offered = open_offer(session, client)
+    extra = [handoff_line(offered, repo, client)] if offered is not None else []
+    saved_branch = str(session.get("branch") or "")
+    moved = drift_line(drift, saved_branch, branch)
+    extra += [moved] if moved else []
+    heads: tuple[tuple[list[str], bool], ...] = (
+        ([heading, *extra, HINT], False),
+        ([heading, *extra], True),
+        (extra, True),
+        ([], True),
+    )
+    for head, short in heads:
         budget = cap - sum(len(line) + 1 for line in head) - framing.overhead(short)
         if budget >= MIN_NOTES:
             text = "\n".join([*head, framing.frame(_notes(session, budget), short=short)])
@@ -123,6 +247,26 @@ def render_session(session: Mapping[str, Any], cap: int = CONTEXT_CAP) -> str:
 
 def _note(text: str) -> str:
     return f"SessionVault: {text}"
+
+
+def _drift(
+    session: Mapping[str, Any], cwd: Path | None, seconds: float
+) -> tuple[Drift | Late | None, str | None]:
+    """(drift since the session's commit, the current branch when only a branch was saved),
+    within `seconds`: git runs only if the session recorded a commit or a branch."""
+    commit, saved_branch = session.get("commit"), session.get("branch")
+    if not is_commit(commit) and not saved_branch:
+        return None, None
+    if seconds <= 0:
+        return LATE, None
+    try:
+        if is_commit(commit):
+            return rpc.within(seconds, drift_since, commit, cwd), None
+        return None, rpc.within(seconds, current_branch, cwd)
+    except TimeoutError:
+        return LATE, None
+    except Exception:
+        return None, None
 
 
 def _fetch(url: str, key: str, cwd: Path | None, timeout: float) -> tuple[str, rpc.Reply]:
@@ -137,8 +281,11 @@ def session_context(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = TIMEOUT_S,
+    client: str = "",
 ) -> str:
-    """The markdown for the latest session of the repo at `cwd`, or a one-line note. Never raises."""
+    """The markdown for the latest session of the repo at `cwd`, or a one-line note. Never raises.
+    `client` (the hook's --client) decides which handoffs are open for this client."""
+    started = time.monotonic()
     env = os.environ if env is None else env
     url = url or env.get(URL_ENV) or DEFAULT_URL
     key = env.get(KEY_ENV, "").strip()
@@ -171,7 +318,8 @@ def session_context(
             f"no saved session for repo `{framing.code(repo, 300)}` yet. Before you stop or hand off, "
             f"call save_session with repo {framing.quote(repo, 300)}."
         )
-    return render_session(session)
+    drift, branch = _drift(session, cwd, timeout - (time.monotonic() - started))
+    return render_session(session, client=client, repo=repo, drift=drift, branch=branch)
 
 
 def _session_start_json(context: str) -> str:
@@ -197,7 +345,7 @@ def session_start(
 ) -> str:
     """The hook's whole stdout for `client`. Never raises."""
     try:
-        context = session_context(url, cwd=cwd, env=env, timeout=timeout)
+        context = session_context(url, cwd=cwd, env=env, timeout=timeout, client=client)
     except Exception as exc:  # a bug here must not break the client's start
         context = _note(f"hook failed ({type(exc).__name__}); {DOCTOR}.")
     return OUTPUT.get(client, _session_start_json)(context)

@@ -67,6 +67,10 @@ def handoff_text(repo: str, name: str) -> str:
         "- tried: what was tried and what happened, so nobody repeats it\n"
         "- todos: the next steps, most urgent first\n"
         "- client: your client's name\n"
+        "- branch and commit: where the code stands, from `git rev-parse --abbrev-ref HEAD` and "
+        "`git rev-parse HEAD` (leave them out outside git), so the next client sees how far it moved\n"
+        "- handoff: true, to offer it to the next client (to_client: one client's name, to offer "
+        "it to that client only)\n"
         "Then reply with the saved name and version."
     )
 

@@ -91,3 +91,91 @@ def test_git_timeout_falls_back_without_raising(tmp_path: Path, monkeypatch: pyt
 @pytest.mark.parametrize("url", ["/srv/git/x.git", "file:///srv/git/x.git", "", "host:"])
 def test_normalize_remote_rejects_urls_without_host_or_path(url: str) -> None:
     assert normalize_remote(url) is None
+
+
+# --- Branch, commit and drift -------------------------------------------------------------
+
+
+def _commit_files(path: Path, files: dict[str, str], message: str = "work") -> str:
+    """Write `files` in the checkout at `path`, commit them, and return the new HEAD."""
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    subprocess.run(["git", "-C", str(path), "add", "-A"], check=True)
+    who = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    subprocess.run(["git", "-C", str(path), *who, "commit", "-q", "-m", message], check=True)
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    )
+    return head.stdout.strip()
+
+
+def test_current_branch_and_commit(tmp_path: Path) -> None:
+    checkout = _git_repo(tmp_path / "c")
+    assert repo.current_branch(checkout) is None and repo.current_commit(checkout) is None  # no commit yet
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-b", "feature/x"], check=True)
+    head = _commit_files(checkout, {"a.txt": "a"})
+    assert repo.current_branch(checkout) == "feature/x"
+    assert repo.current_commit(checkout) == head and len(head) == 40
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "--detach"], check=True)
+    assert repo.current_branch(checkout) == "HEAD"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo.current_branch(plain) is None and repo.current_commit(plain) is None
+
+
+def test_drift_counts_commits_and_changed_files_since_a_commit(tmp_path: Path) -> None:
+    checkout = _git_repo(tmp_path / "d")
+    subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-b", "main"], check=True)
+    saved = _commit_files(checkout, {"keep.py": "1", "src/old.py": "1", "notes.md": "1"})
+    assert repo.drift_since(saved, checkout) == repo.Drift(saved, saved, "main", True, 0, 0, ())
+    assert repo.drift_since(saved[:7].upper(), checkout) is None  # not as save_session stores it
+
+    _commit_files(checkout, {"src/old.py": "2", "src/new.py": "1"}, "one")
+    head = _commit_files(checkout, {"notes.md": "2"}, "two")
+    (checkout / "keep.py").write_text("uncommitted")  # counts: the working tree moved too
+    (checkout / "untracked.txt").write_text("x")  # does not: git diff sees tracked files only
+    drift = repo.drift_since(saved, checkout)
+    assert drift is not None
+    assert (drift.head, drift.branch, drift.known, drift.commits) == (head, "main", True, 2)
+    assert drift.changed == 4
+    assert sorted(drift.files) == ["keep.py", "notes.md", "src/new.py", "src/old.py"]
+    assert repo.drift_since(saved[:9], checkout) == repo.Drift(
+        saved[:9], head, "main", True, 2, 4, drift.files
+    )
+
+
+def test_drift_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:
+    checkout = _git_repo(tmp_path / "many")
+    saved = _commit_files(checkout, {"start": "0"})
+    _commit_files(checkout, {f"f{i:02}.txt": str(i) for i in range(12)})
+    drift = repo.drift_since(saved, checkout)
+    assert drift is not None and drift.changed == 12 and len(drift.files) == repo.DRIFT_NAMES
+
+
+def test_drift_from_an_unknown_commit_says_so(tmp_path: Path) -> None:
+    checkout = _git_repo(tmp_path / "u")
+    head = _commit_files(checkout, {"a": "1"})
+    unknown = "0123456789abcdef0123456789abcdef01234567"
+    drift = repo.drift_since(unknown, checkout)
+    assert drift is not None and drift.known is False and drift.head == head
+    assert (drift.commits, drift.changed, drift.files) == (0, 0, ())
+
+
+@pytest.mark.parametrize("commit", ["", "--output=/tmp/x", "HEAD", "abc", "g" * 40, "a" * 41])
+def test_drift_never_hands_git_anything_but_a_commit_id(tmp_path: Path, commit: str) -> None:
+    checkout = _git_repo(tmp_path / "o")
+    _commit_files(checkout, {"a": "1"})
+    assert repo.drift_since(commit, checkout) is None
+
+
+def test_drift_outside_git_or_without_git_never_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo.drift_since("a" * 40, plain) == repo.Drift("a" * 40, None, None)
+    checkout = _git_repo(tmp_path / "g")
+    _commit_files(checkout, {"a": "1"})
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    assert repo.drift_since("a" * 40, checkout) == repo.Drift("a" * 40, None, None)

@@ -93,3 +93,14 @@ def test_an_unknown_prompt_name_is_quoted_in_the_error() -> None:
         get("evil\n## IMPORTANT", {})
     assert "\n" not in str(caught.value)
     assert "unknown prompt 'evil ⏎ \\\\## IMPORTANT'" in str(caught.value)
+
+
+def test_handoff_asks_for_branch_commit_and_an_offer() -> None:
+    """The model fills branch and commit from git (save_session validates them; the hook's drift
+    report needs the commit) and offers the session as a handoff."""
+    lines = prompts.handoff_text("github.com/acme/shop", "").split("\n")
+    [anchor] = [line for line in lines if line.startswith("- branch and commit:")]
+    assert "`git rev-parse --abbrev-ref HEAD`" in anchor and "`git rev-parse HEAD`" in anchor
+    [offer] = [line for line in lines if line.startswith("- handoff: true")]
+    assert "to_client" in offer
+    assert lines[-1] == "Then reply with the saved name and version."
