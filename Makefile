@@ -65,11 +65,11 @@ fuzz: $(STAMP)
 	SESSIONVAULT_FUZZ_SCALE=$(SESSIONVAULT_FUZZ_SCALE) $(BIN)/pytest -p no:cacheprovider --timeout=0 \
 	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py
 
-# The real-client tier (tests/clients/): Claude Code and Gemini CLI from npm at pinned versions,
+# The real-client tier (tests/clients/): Claude Code, Gemini CLI, Codex, OpenCode and Qwen Code from npm at pinned versions,
 # installed into .venv/clients-npm/ (ignored, kept between runs), against a real server under a
 # throw-away HOME. No model, no API key. Needs node and npm.
 CLIENTS_NPM  := $(VENV)/clients-npm
-CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0
+CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0 opencode-ai@1.18.33 @qwen-code/qwen-code@0.24.4
 .PHONY: clients-test
 clients-test: $(STAMP)
 	@stamp="$(CLIENTS_NPM)/.installed"; want="$(CLIENT_PKGS)"; \

@@ -1,8 +1,9 @@
-"""The real-client tier: Claude Code and Gemini CLI, installed from npm at pinned versions by
-`make clients-test` into .venv/clients-npm/ (ignored by git), run against a real SessionVault
-server under a throw-away HOME. No model and no API key: only no-model commands
-(`<cli> mcp list`), and `-p` runs whose model endpoint is a closed local port, where the
-session-start hook runs before the (failing) model call.
+"""The real-client tier: Claude Code, Gemini CLI, Codex CLI, OpenCode and Qwen Code, installed
+from npm at pinned versions by `make clients-test` into .venv/clients-npm/ (ignored by git),
+run against a real SessionVault server under a throw-away HOME. No model and no API key: only
+no-model commands (`<cli> mcp list`, Codex's app-server `mcpServerStatus/list`), and `-p` runs
+whose model endpoint is a closed local port, where the session-start hook runs before the
+(failing) model call.
 
 Outside `make clients-test` (SESSIONVAULT_CLIENTS_BIN unset) every test here is skipped."""
 
@@ -27,7 +28,13 @@ from ..conftest import free_port
 
 BIN_ENV = "SESSIONVAULT_CLIENTS_BIN"
 # The versions `make clients-test` installs (keep in step with the Makefile and docs/clients.md).
-VERSIONS = {"claude": "2.1.332", "gemini": "0.61.0"}
+VERSIONS = {
+    "claude": "2.1.332",
+    "gemini": "0.61.0",
+    "codex": "0.171.0",
+    "opencode": "1.18.33",
+    "qwen": "0.24.4",
+}
 CLI_TIMEOUT_S = 90.0
 
 

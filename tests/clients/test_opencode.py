@@ -1,0 +1,48 @@
+"""OpenCode (the real `opencode`) against a real server: the `~/.config/opencode/opencode.json`
+that `connect opencode --apply` writes connects (`opencode mcp list`), OpenCode fetches our
+tools with the key, and a wrong key is reported as failed. `opencode mcp list` shows no tool
+names, so the tools are seen on the server side: an authenticated `tools/list` from it."""
+
+from __future__ import annotations
+
+from ..conftest import make_user
+from .conftest import Env, ToolCalls
+
+QUIET = {  # nothing from the network (there is none here), and no updates
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+}
+
+
+def opencode(env: Env) -> str:
+    return str(env.bin / "opencode")
+
+
+def sessionvault_line(out: str) -> str:
+    return next((row for row in out.splitlines() if " sessionvault" in row), "")
+
+
+def test_mcp_list_reports_the_server_connected(
+    server, runtime, client_env: Env, tool_calls: ToolCalls
+) -> None:
+    user = make_user(runtime)
+    client_env.connect("opencode", server.url, user.key, "--apply")
+    config = (client_env.home / ".config" / "opencode" / "opencode.json").read_text()
+    assert "{env:SESSIONVAULT_API_KEY}" in config and user.key not in config
+    done = client_env.run([opencode(client_env), "mcp", "list"], user.key, **QUIET)
+    out = done.stdout + done.stderr
+    line = sessionvault_line(out)
+    assert done.returncode == 0 and "✓" in line and "connected" in line, out
+    assert server.url in out, out
+    assert [r for r in tool_calls.calls("tools/list", user.id) if getattr(r, "status", None) == 200], out
+
+
+def test_mcp_list_with_a_wrong_key_reports_failure(server, runtime, client_env: Env) -> None:
+    user = make_user(runtime)
+    client_env.connect("opencode", server.url, user.key, "--apply")
+    done = client_env.run([opencode(client_env), "mcp", "list"], "sv_live_" + "W" * 32, **QUIET)
+    out = done.stdout + done.stderr
+    line = sessionvault_line(out)
+    assert "✗" in line and "failed" in line and "connected" not in line, out
