@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessionvault.core import crypto
-from sessionvault.errors import ConfigError
+from sessionvault.errors import ConfigError, DecryptionFailed, ProviderUnavailable
 from sessionvault.settings import is_placeholder
 
 
@@ -125,16 +125,32 @@ class KmsKeyProvider:
         return bytes(out["Plaintext"]), WrappedKey(out["CiphertextBlob"], out["KeyId"])
 
     def unwrap(self, user_id: str, wrapped: WrappedKey) -> bytes:
-        out = self.client.decrypt(
-            CiphertextBlob=wrapped.blob,
-            EncryptionContext=self._context(user_id),
-            KeyId=wrapped.key_id,
-        )
+        try:
+            out = self.client.decrypt(
+                CiphertextBlob=wrapped.blob,
+                EncryptionContext=self._context(user_id),
+                KeyId=wrapped.key_id,
+            )
+        except Exception as exc:
+            raise _kms_failure(exc) from None
         return bytes(out["Plaintext"])
 
     def wrap(self, user_id: str, dek: bytes) -> WrappedKey:
         out = self.client.encrypt(KeyId=self.key_id, Plaintext=dek, EncryptionContext=self._context(user_id))
         return WrappedKey(out["CiphertextBlob"], out["KeyId"])
+
+
+# KMS answers that mean the blob itself is wrong (tampered, another user's, another key's):
+# an integrity failure. Anything else (throttling, an outage, a disabled key, no network) is
+# the key service being unavailable: the caller may try again.
+_KMS_INTEGRITY_CODES = {"InvalidCiphertextException", "IncorrectKeyException"}
+
+
+def _kms_failure(exc: Exception) -> Exception:
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    if code in _KMS_INTEGRITY_CODES:
+        return DecryptionFailed()
+    return ProviderUnavailable("the key service (KMS) did not answer; nothing was read or written: try again")
 
 
 class DekCache:

@@ -20,8 +20,10 @@ def _no_nul(value: str) -> str:
 
 
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_no_nul)]
-Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_nul)]
-Repo = Annotated[str, Field(max_length=300), AfterValidator(_no_nul)]
+MAX_NAME = 200
+MAX_REPO = 300
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME), AfterValidator(_no_nul)]
+Repo = Annotated[str, Field(max_length=MAX_REPO), AfterValidator(_no_nul)]
 Items = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
 Client = Annotated[str, Field(max_length=100), AfterValidator(_no_nul)]
 

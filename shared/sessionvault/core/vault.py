@@ -15,6 +15,8 @@ from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embeddings import Embedder
 from sessionvault.core.keys import DekCache, WrappedKey
 from sessionvault.core.records import (
+    MAX_NAME,
+    MAX_REPO,
     RECORD_FIELDS,
     SAVE_CONTROLS,
     DeleteArgs,
@@ -96,6 +98,10 @@ class Vault:
         redactions: list[Redaction] = []
         if self.redact:
             record, redactions = scrub(record)
+        # A marker can be longer than the secret it replaces: keep the looked-up columns within
+        # the caps the tools accept, so the stored name can always be loaded and deleted.
+        record["name"], record["repo"] = record["name"][:MAX_NAME], record["repo"][:MAX_REPO]
+        record["client"] = record["client"][:MAX_REPO]
         name: str = record["name"]
         # Embed before the transaction: a slow provider must not hold row locks.
         vector = self.embedder.embed(embedding_text(record))

@@ -75,8 +75,15 @@ class Database:
         except psycopg.OperationalError:
             if conn is None or not (conn.broken or conn.closed):
                 raise  # a live connection's error (a timeout, say) is the answer, not a reason to retry
+        self._drop_dead()
         with self.pool.connection() as conn:
             return fn(conn)
+
+    def _drop_dead(self) -> None:
+        """One dead connection found: its idle siblings most likely died with it (the same
+        frozen Lambda, the same restarted server). Check them all now, so the retry gets a
+        live one; this costs a round trip per idle connection, on this failure path only."""
+        self.pool.check()
 
     def in_tenant(self, user_id: str, work: Callable[[Connection], T], *, idempotent: bool) -> T:
         """`work` in a pipelined tenant transaction (as `tenant`), on the serving path: if the
@@ -97,6 +104,7 @@ class Database:
             dead = conn is not None and (conn.broken or conn.closed)
             if not dead or (final_flight and not idempotent):
                 raise
+        self._drop_dead()
         with self.tenant(user_id) as conn:
             return work(conn)
 
