@@ -124,3 +124,30 @@ def test_the_gemini_shape_in_qwen_settings_connects(server, runtime, client_env:
     write_settings(client_env, server.url, user.key)
     line = sessionvault_line(mcp_list(client_env, None))
     assert "Connected" in line and "Disconnected" not in line, line
+
+
+def test_the_session_start_hook_fires_before_the_model_call(
+    server, runtime, client_env: Env, closed_url: str, tool_calls: ToolCalls
+) -> None:
+    """`connect qwen --hooks` writes a SessionStart hook (timeout in seconds) into
+    ~/.qwen/settings.json; `qwen -p` runs it at startup, and it loads the last session."""
+    user = make_user(runtime)
+    connect_qwen(client_env, server.url, user.key, "--hooks")
+    settings = client_env.home / ".qwen" / "settings.json"
+    data = json.loads(settings.read_text())
+    [group] = data["hooks"]["SessionStart"]
+    [hook] = group["hooks"]
+    assert group["matcher"] == "startup" and hook["timeout"] == 5 and hook["command"].startswith("/")
+    data["security"] = {"auth": {"selectedType": "openai"}}
+    settings.write_text(json.dumps(data, indent=2))
+    seen, _ = client_env.until(
+        [qwen(client_env), "-p", "hi"],
+        user.key,
+        lambda: bool(tool_calls.calls("load_session", user.id)),
+        timeout=90,
+        OPENAI_API_KEY="dummy-not-a-key",
+        OPENAI_BASE_URL=closed_url + "/v1",
+        OPENAI_MODEL="qwen3-coder-plus",
+        **NO_MODEL,
+    )
+    assert seen, client_env.last_output

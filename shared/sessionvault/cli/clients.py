@@ -39,7 +39,7 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--hooks",
         action="store_true",
-        help="also install the session-start hook (claude-code, codex, gemini); implies --apply",
+        help="also install the session-start hook (claude-code, codex, gemini, qwen); implies --apply",
     )
     p.set_defaults(func=_run_connect)
 

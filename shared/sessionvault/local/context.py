@@ -326,12 +326,13 @@ def _session_start_json(context: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
 
 
-# How each client wants SessionStart output on stdout. Today all three take the same JSON
-# (Claude Code and Codex would also take plain text; Gemini CLI requires JSON).
+# How each client wants SessionStart output on stdout. Today all four take the same JSON
+# (Claude Code and Codex would also take plain text; Gemini CLI and Qwen Code require JSON).
 OUTPUT: dict[str, Callable[[str], str]] = {
     "claude-code": _session_start_json,
     "codex": _session_start_json,
     "gemini": _session_start_json,
+    "qwen": _session_start_json,
 }
 
 

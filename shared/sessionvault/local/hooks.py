@@ -1,5 +1,5 @@
 """Installing the session-start hook into a client's own settings (Claude Code, Codex, Gemini
-CLI). What the hook prints is `context`; the file editing is `connect.files`."""
+CLI, Qwen Code). What the hook prints is `context`; the file editing is `connect.files`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ _OURS = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook session-start(\s
 class HookSpec:
     title: str
     path: Callable[[Path, Path], Path]  # (home, cwd) -> settings file
-    matcher: str  # which session starts: Claude Code and Codex take a regex, Gemini an exact value
+    # Which session starts: Claude Code, Codex and Qwen Code take a regex, Gemini an exact value.
+    matcher: str
     extra: Mapping[str, Any] = field(default_factory=dict)  # more keys of the hook entry
 
     def group(self, command: str) -> dict[str, Any]:
@@ -51,6 +52,13 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         path=lambda home, cwd: home / ".gemini" / "settings.json",
         matcher="startup",  # lifecycle matchers are compared as exact strings
         extra={"name": "sessionvault", "timeout": 5000, "description": "Load the last SessionVault session"},
+    ),
+    "qwen": HookSpec(
+        title="Qwen Code",
+        path=lambda home, cwd: home / ".qwen" / "settings.json",
+        matcher="startup",  # an exact value, `a|b` or a regex
+        # Unlike Gemini CLI (its upstream), Qwen Code's hook timeout is in seconds.
+        extra={"name": "sessionvault", "timeout": 5, "description": "Load the last SessionVault session"},
     ),
 }
 

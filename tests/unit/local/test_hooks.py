@@ -21,6 +21,7 @@ HOOK_FILES = {
     "claude-code": ".claude/settings.json",
     "codex": ".codex/hooks.json",
     "gemini": ".gemini/settings.json",
+    "qwen": ".qwen/settings.json",
 }
 
 
@@ -41,6 +42,7 @@ def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> Non
         "claude-code": ("startup|clear", {"timeout": 5}),
         "codex": ("startup|clear", {"timeout": 5}),
         "gemini": ("startup", {"timeout": 5000, "name": "sessionvault"}),
+        "qwen": ("startup", {"timeout": 5, "name": "sessionvault"}),  # seconds, unlike Gemini
     }[client]
     assert group["matcher"] == expected[0]
     assert expected[1].items() <= hook.items()
