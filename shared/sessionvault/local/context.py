@@ -21,29 +21,19 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sessionvault.core import framing
 from sessionvault.errors import ToolCallFailed
 from sessionvault.local import rpc
-from sessionvault.local.repo import Drift, current_branch, current_repo, drift_since, is_commit
+from sessionvault.local.drift import Late, drift_line, handoff_line, measure_drift, open_offer, when
+from sessionvault.local.repo import Drift, current_repo
 from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 
 TIMEOUT_S = 0.8  # git + connect + request + response, all together
 CONTEXT_CAP = 2000  # characters of markdown handed to the model
 DOCTOR = "run `sessionvault doctor`"
-
-
-def _when(saved_at: str) -> str:
-    try:
-        moment = datetime.fromisoformat(saved_at)
-    except (TypeError, ValueError):
-        return str(saved_at or "an unknown time")
-    if moment.utcoffset() is not None and not moment.utcoffset():
-        return f"{moment:%Y-%m-%d %H:%M} UTC"
-    return moment.isoformat(sep=" ", timespec="minutes")
 
 
 SUMMARY_CHARS = 800
@@ -59,10 +49,10 @@ def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
     name = framing.flatten(session.get("name", ""), 200)
     version = framing.flatten(session.get("version", "?"), 20)
     by = f" by {framing.flatten(session['client'], 100)}" if session.get("client") else ""
-    when = framing.flatten(_when(session.get("saved_at", "")), 60)
+    saved = framing.flatten(when(session.get("saved_at", "")), 60)
     summary = framing.flatten(session.get("summary", ""), SUMMARY_CHARS)
     lines = [
-        framing.clip(f"**{name}** v{version}, saved{by} at {when}", budget),
+        framing.clip(f"**{name}** v{version}, saved{by} at {saved}", budget),
     ]
     used = len(lines[0])
     anchor = _anchor(session)
@@ -124,84 +114,6 @@ def _anchor(session: Mapping[str, Any]) -> str:
     return f"**Saved on:** {', '.join(parts)}" if parts else ""
 
 
-# What the hook learned about git drift: a report, nothing to say, or no time left to find out.
-Late = Literal["late"]
-LATE: Late = "late"
-NAMES_CHARS = 80  # per changed file named in a drift line
-
-
-def open_offer(session: Mapping[str, Any], client: str) -> Mapping[str, Any] | None:
-    """The session's handoff if it is open for `client`: offered to anyone, or to `client`."""
-    offered = session.get("handoff")
-    if not isinstance(offered, Mapping) or offered.get("state") != "open":
-        return None
-    target = offered.get("to_client") or ""
-    return offered if not target or target == client else None
-
-
-def handoff_line(offered: Mapping[str, Any], repo: str, client: str) -> str:
-    """Our own line about an open handoff and how to accept it (no saved text in it)."""
-    to = f"this client ({framing.code(client, 100)})" if offered.get("to_client") else "any client"
-    until = framing.flatten(_when(offered.get("expires_at") or ""), 60)
-    call = f"repo={framing.quote(repo, 300)}, accept=true"
-    if client:
-        call += f", client={framing.quote(client, 100)}"
-    return (
-        f"**Open handoff** for {to}, open until {until}: offered, not claimed. To take it over, call "
-        f"load_session with {call}; that claims it exactly once (another client may take it first)."
-    )
-
-
-def _short(commit: str | None) -> str:
-    return (commit or "")[:12]
-
-
-def _branch_note(drift_branch: str | None, saved: str) -> str:
-    """Whether the checkout is on another branch than the saved one (named only in the notes)."""
-    if not saved or not drift_branch or drift_branch == saved:
-        return ""
-    if drift_branch == "HEAD":
-        return "HEAD is detached, not on the branch it was saved on (see the notes)"
-    return f"now on branch `{framing.code(drift_branch, 100)}`, not the one it was saved on (see the notes)"
-
-
-def drift_line(drift: Drift | Late | None, saved_branch: str = "", current: str | None = None) -> str:
-    """Our own line on how far this checkout moved since the saved commit: from local git only
-    (file and branch names of this checkout, the commit id checked to be hex), never saved text.
-    `current` is the branch when only a branch was saved (no commit); "" when nothing is known."""
-    if drift == LATE:
-        return "**Code since it was saved:** not checked (no time left within the hook's deadline)."
-    if drift is None:
-        note = _branch_note(current, saved_branch)
-        return f"**Code since it was saved:** {note}." if note else ""
-    commit = _short(drift.commit)
-    if drift.head is None:
-        return f"**Code since it was saved:** unknown: no git commits here to compare with commit {commit}."
-    branch = _branch_note(drift.branch, saved_branch)
-    if not drift.known:
-        text = (
-            f"**Code since it was saved:** commit {commit} is not in this clone (not fetched, or history "
-            "rewritten), so commits and changed files since are unknown"
-        )
-        return f"{text}; {branch}." if branch else f"{text}."
-    if not drift.commits and not drift.changed:
-        text = f"**Code since it was saved:** unchanged: HEAD is at commit {commit}, no files changed since"
-        return f"{text}; {branch}." if branch else f"{text}."
-    commits = f"{drift.commits} commit{'' if drift.commits == 1 else 's'}"
-    parts = [f"{commits} since commit {commit} (HEAD now {_short(drift.head)})"]
-    if drift.changed:
-        named = ", ".join(f"`{framing.code(f, NAMES_CHARS)}`" for f in drift.files)
-        more = drift.changed - len(drift.files)
-        named += f", … {more} more" if more > 0 else ""
-        files = f"{drift.changed} file{'' if drift.changed == 1 else 's'} changed (committed or not): {named}"
-        parts.append(files)
-    else:
-        parts.append("no files changed")
-    if branch:
-        parts.append(branch)
-    return f"**Code since it was saved:** {'; '.join(parts)}."
-
-
 def render_session(
     session: Mapping[str, Any],
     cap: int = CONTEXT_CAP,
@@ -247,26 +159,6 @@ def render_session(
 
 def _note(text: str) -> str:
     return f"SessionVault: {text}"
-
-
-def _drift(
-    session: Mapping[str, Any], cwd: Path | None, seconds: float
-) -> tuple[Drift | Late | None, str | None]:
-    """(drift since the session's commit, the current branch when only a branch was saved),
-    within `seconds`: git runs only if the session recorded a commit or a branch."""
-    commit, saved_branch = session.get("commit"), session.get("branch")
-    if not is_commit(commit) and not saved_branch:
-        return None, None
-    if seconds <= 0:
-        return LATE, None
-    try:
-        if is_commit(commit):
-            return rpc.within(seconds, drift_since, commit, cwd), None
-        return None, rpc.within(seconds, current_branch, cwd)
-    except TimeoutError:
-        return LATE, None
-    except Exception:
-        return None, None
 
 
 def _fetch(url: str, key: str, cwd: Path | None, timeout: float) -> tuple[str, rpc.Reply]:
@@ -318,7 +210,7 @@ def session_context(
             f"no saved session for repo `{framing.code(repo, 300)}` yet. Before you stop or hand off, "
             f"call save_session with repo {framing.quote(repo, 300)}."
         )
-    drift, branch = _drift(session, cwd, timeout - (time.monotonic() - started))
+    drift, branch = measure_drift(session, cwd, timeout - (time.monotonic() - started))
     return render_session(session, client=client, repo=repo, drift=drift, branch=branch)
 
 

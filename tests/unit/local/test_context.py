@@ -19,6 +19,7 @@ import pytest
 from sessionvault import names
 from sessionvault.cli import hook as hook_cli
 from sessionvault.local import context, repo
+from sessionvault.local import drift as git_drift
 
 from ...conftest import free_port
 
@@ -393,7 +394,7 @@ def test_saved_branch_and_commit_stay_inside_the_notes() -> None:
 
 
 def test_drift_lines_for_each_case() -> None:
-    line = context.drift_line
+    line = git_drift.drift_line
     moved = repo.Drift(HEX, "f" * 40, "main", True, 2, 7, ("a.py", "b.py", "c", "d", "e"))
     assert line(moved, "main") == (
         "**Code since it was saved:** 2 commits since commit 0123456789ab (HEAD now ffffffffffff); 7 files "
@@ -417,7 +418,7 @@ def test_drift_lines_for_each_case() -> None:
     )
     assert "no git commits here" in line(repo.Drift(HEX, None, None), "main")
     assert (
-        line(context.LATE)
+        line(git_drift.LATE)
         == "**Code since it was saved:** not checked (no time left within the hook's deadline)."
     )
     assert line(None, "main", "dev") == (
@@ -483,8 +484,8 @@ def test_a_session_without_commit_or_branch_runs_no_drift_git(
     def boom(*args: object) -> None:
         raise AssertionError("no git for drift")
 
-    monkeypatch.setattr(context, "drift_since", boom)
-    monkeypatch.setattr(context, "current_branch", boom)
+    monkeypatch.setattr(git_drift, "drift_since", boom)
+    monkeypatch.setattr(git_drift, "current_branch", boom)
     with FakeServer(200, rpc_result(SESSION)) as fake:
         text = context_of(context.session_start("codex", fake.url, cwd=tmp_path, env={names.KEY_ENV: KEY}))
     assert "Code since" not in text and "**checkout-refactor**" in text
@@ -507,7 +508,7 @@ def test_slow_git_for_drift_keeps_the_hook_within_its_deadline(
     def slow(*args: object) -> None:
         time.sleep(5)
 
-    monkeypatch.setattr(context, "drift_since", slow)
+    monkeypatch.setattr(git_drift, "drift_since", slow)
     with FakeServer(200, rpc_result({**SESSION, "commit": HEX, "handoff": OFFER})) as fake:
         started = time.monotonic()
         text = context_of(
