@@ -4,7 +4,7 @@ statement (the offers themselves are written with the save, in `sessions`)."""
 from __future__ import annotations
 
 from sessionvault.db.pool import Connection, Cursor, Database
-from sessionvault.db.sessions import STATE_COLUMNS, Row
+from sessionvault.db.sessions import RECORD_COLUMNS, STATE_COLUMNS, Row
 
 # The offer a handoff to `client` may claim: open, not expired, for anyone or for `client`.
 _CLAIMABLE = """
@@ -31,11 +31,8 @@ claimed AS (
       AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
     RETURNING h.*
 )
-SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
-       s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
-       ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
-           AS versions,"""
-    + STATE_COLUMNS
+SELECT"""
+    + RECORD_COLUMNS
     + """
 FROM claimed h
 JOIN sessions s ON s.id = h.session_id

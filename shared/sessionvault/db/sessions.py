@@ -190,13 +190,20 @@ STATE_COLUMNS = """
     h.expires_at AS handoff_expires_at, h.accepted_at AS handoff_accepted_at,
     h.accepted_by AS handoff_accepted_by"""
 
-_LOAD = (
+# What a load returns, from sessions s, session_versions v and handoffs h: the one version's
+# ciphertext, the head, the version list and the offer's state (a claim returns the same).
+RECORD_COLUMNS = (
     """
-    SELECT s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
-           s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
-           ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
-               AS versions,"""
+    s.id, s.name, s.repo, s.version AS head, v.version, v.nonce, v.ciphertext,
+    s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
+    ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
+        AS versions,"""
     + STATE_COLUMNS
+)
+
+_LOAD = (
+    "SELECT"
+    + RECORD_COLUMNS
     + """
     FROM sessions s
     JOIN session_versions v ON v.session_id = s.id AND v.version = COALESCE(%(version)s, s.version)
