@@ -1,9 +1,10 @@
 """The real-client tier: Claude Code, Gemini CLI, Codex CLI, OpenCode and Qwen Code, installed
 from npm at pinned versions by `make clients-test` into .venv/clients-npm/ (ignored by git),
 run against a real SessionVault server under a throw-away HOME. No model and no API key: only
-no-model commands (`<cli> mcp list`, Codex's app-server `mcpServerStatus/list`), and `-p` runs
-whose model endpoint is a closed local port, where the session-start hook runs before the
-(failing) model call.
+no-model commands (`<cli> mcp list`, Codex's app-server `mcpServerStatus/list`), and headless
+runs (`-p`, `codex exec`) whose model endpoint is a `ModelRecorder` (tests/support): it records
+each request and answers an error, so a test can see what the session-start hook printed arrive
+in the client's request to its model.
 
 Outside `make clients-test` (SESSIONVAULT_CLIENTS_BIN unset) every test here is skipped."""
 
@@ -23,8 +24,11 @@ from pathlib import Path
 import pytest
 
 from sessionvault import names
+from sessionvault.local import rpc
+from sessionvault.local.repo import current_repo
 
 from ..conftest import free_port
+from ..support.model_recorder import ModelRecorder
 
 BIN_ENV = "SESSIONVAULT_CLIENTS_BIN"
 # The versions `make clients-test` installs (keep in step with the Makefile and docs/clients.md).
@@ -157,6 +161,25 @@ def client_env(tmp_path: Path) -> Env:
 def closed_url() -> str:
     """A model endpoint nobody listens on: the client's model call fails at once."""
     return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+def model() -> Iterator[ModelRecorder]:
+    """The client's model endpoint: records every request, answers a well-formed error."""
+    with ModelRecorder() as recorder:
+        yield recorder
+
+
+def save_marked_session(url: str, key: str, project: Path) -> str:
+    """Save a session for the repo at `project` whose summary holds a unique marker, the text
+    a session-start hook must hand the model; returns the marker."""
+    marker = f"handoff-marker-{os.urandom(6).hex()}"
+    arguments = {"name": "client-tier", "repo": current_repo(project), "summary": f"Resume here: {marker}."}
+    body = rpc.rpc_body("tools/call", {"name": "save_session", "arguments": arguments})
+    reply = rpc.request("POST", url, body=body, headers=rpc.mcp_headers(key), timeout=30)
+    assert reply.status == 200, reply
+    rpc.tool_result(reply)  # raises on a tool error
+    return marker
 
 
 class ToolCalls(logging.Handler):

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from ..conftest import make_user
-from .conftest import Env, ToolCalls
+from ..support.model_recorder import ModelRecorder
+from .conftest import Env, ToolCalls, save_marked_session
 
 
 def claude(env: Env) -> str:
@@ -63,10 +64,13 @@ def test_mcp_list_with_a_wrong_key_reports_failure(server, runtime, client_env: 
     assert "Connected" not in line, done.stdout
 
 
-def test_the_session_start_hook_fires_before_the_model_call(
-    server, runtime, client_env: Env, closed_url: str, tool_calls: ToolCalls
+def test_the_session_start_hook_output_reaches_the_model(
+    server, runtime, client_env: Env, model: ModelRecorder, tool_calls: ToolCalls
 ) -> None:
+    """`claude -p` runs the hook, and the saved session it printed (a unique marker) is in the
+    request Claude Code sends to its model (ANTHROPIC_BASE_URL: the recorder)."""
     user = make_user(runtime)
+    marker = save_marked_session(server.url, user.key, client_env.project)
     client_env.connect("claude-code", server.url, user.key, "--hooks")
     hook = json.loads((client_env.home / ".claude" / "settings.json").read_text())["hooks"]["SessionStart"]
     assert hook[0]["hooks"][0]["command"].startswith("/")  # absolute: the client PATH has no venv
@@ -74,16 +78,17 @@ def test_the_session_start_hook_fires_before_the_model_call(
     seen, _ = client_env.until(
         [claude(client_env), "-p", "hi"],
         user.key,
-        lambda: bool(tool_calls.calls("load_session", user.id)),
+        lambda: model.saw(marker),
         timeout=90,
-        ANTHROPIC_BASE_URL=closed_url,
+        ANTHROPIC_BASE_URL=model.base_url,
         ANTHROPIC_API_KEY="sk-ant-dummy-not-a-key",
         DISABLE_AUTOUPDATER="1",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         CLAUDE_CODE_MAX_RETRIES="0",
         API_TIMEOUT_MS="3000",
     )
-    assert seen, client_env.last_output
+    assert tool_calls.calls("load_session", user.id), client_env.last_output  # the hook ran
+    assert seen, f"{model.summary()}\n{client_env.last_output}"
 
 
 def test_the_claude_desktop_bridge_entry_starts_as_a_stdio_server(server, runtime, client_env: Env) -> None:

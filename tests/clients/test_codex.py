@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from ..conftest import make_user
-from .conftest import CLI_TIMEOUT_S, Env, ToolCalls
+from ..support.model_recorder import ModelRecorder
+from .conftest import CLI_TIMEOUT_S, Env, ToolCalls, save_marked_session
 
 TOOLS = {"load_session", "search_sessions", "list_sessions"}
 
@@ -27,8 +28,8 @@ def codex(env: Env) -> str:
     return str(env.bin / "codex")
 
 
-def mcp_server_status(env: Env, key: str | None, timeout: float = CLI_TIMEOUT_S) -> dict[str, Any]:
-    """The `sessionvault` row of `mcpServerStatus/list` from a real `codex app-server`."""
+def app_server(env: Env, key: str | None, method: str, params: dict[str, Any]) -> Any:
+    """The result of one request to a real `codex app-server` (after its handshake)."""
     proc = subprocess.Popen(
         [codex(env), "app-server"],
         cwd=env.project,
@@ -47,8 +48,8 @@ def mcp_server_status(env: Env, key: str | None, timeout: float = CLI_TIMEOUT_S)
         proc.stdin.write(json.dumps(message) + "\n")
         proc.stdin.flush()
 
-    def reply(request_id: int) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+    def reply(request_id: int) -> Any:
+        deadline = time.monotonic() + CLI_TIMEOUT_S
         while time.monotonic() < deadline:
             ready, _, _ = select.select([proc.stdout], [], [], 0.5)
             if not ready:
@@ -60,20 +61,25 @@ def mcp_server_status(env: Env, key: str | None, timeout: float = CLI_TIMEOUT_S)
             message = json.loads(line)
             if message.get("id") == request_id:
                 assert "error" not in message, message
-                return message["result"]  # type: ignore[no-any-return]
-        raise AssertionError(f"no reply to request {request_id} in {timeout}s; it said: {seen}")
+                return message["result"]
+        raise AssertionError(f"no reply to request {request_id} in {CLI_TIMEOUT_S}s; it said: {seen}")
 
     try:
         client_info = {"name": "sessionvault-tests", "version": "0"}
         send({"id": 1, "method": "initialize", "params": {"clientInfo": client_info}})
         reply(1)
         send({"method": "initialized"})
-        send({"id": 2, "method": "mcpServerStatus/list", "params": {}})
-        rows = reply(2)["data"]
+        send({"id": 2, "method": method, "params": params})
+        return reply(2)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # this app-server and its children only
         proc.communicate(timeout=30)
+
+
+def mcp_server_status(env: Env, key: str | None) -> dict[str, Any]:
+    """The `sessionvault` row of `mcpServerStatus/list`."""
+    rows = app_server(env, key, "mcpServerStatus/list", {})["data"]
     row = next((r for r in rows if r["name"] == "sessionvault"), None)
     assert row is not None, rows
     return row  # type: ignore[no-any-return]
@@ -110,3 +116,53 @@ def test_app_server_with_a_wrong_or_missing_key_reports_failure(server, runtime,
     assert "Auth required" in row["toolsError"], row
     row = mcp_server_status(client_env, None)  # the shell that started Codex lacks the variable
     assert not row["tools"] and "SESSIONVAULT_API_KEY" in row["toolsError"], row
+
+
+def use_recorder_as_model(env: Env, model: ModelRecorder) -> None:
+    """A custom model provider whose base_url is the recorder: `codex exec` then needs no
+    OpenAI login and no key. Top-level keys go before the tables `connect` wrote."""
+    path = env.home / ".codex" / "config.toml"
+    provider = (
+        "\n[model_providers.recorder]\n"
+        f'name = "recorder"\nbase_url = "{model.base_url}/v1"\nwire_api = "responses"\n'
+    )
+    path.write_text('model_provider = "recorder"\nmodel = "gpt-5"\n\n' + path.read_text() + provider)
+
+
+def trust_our_hooks(env: Env, key: str) -> list[dict[str, Any]]:
+    """What trusting the hook in Codex's `/hooks` does, through Codex's own app-server:
+    `hooks/list` gives each hook's key and current hash, `config/value/write` records it as
+    `[hooks.state."<key>"] trusted_hash` in config.toml. Returns our hooks as Codex lists them."""
+    [listed] = app_server(env, key, "hooks/list", {"cwds": [str(env.project)]})["data"]
+    ours = [h for h in listed["hooks"] if "hook session-start --client codex" in h["command"]]
+    state = {h["key"]: {"trusted_hash": h["currentHash"]} for h in ours}
+    app_server(
+        env, key, "config/value/write", {"keyPath": "hooks.state", "value": state, "mergeStrategy": "upsert"}
+    )
+    return ours
+
+
+def test_the_session_start_hook_runs_once_trusted_and_its_output_reaches_the_model(
+    server, runtime, client_env: Env, model: ModelRecorder, tool_calls: ToolCalls
+) -> None:
+    """`connect codex --hooks` writes ~/.codex/hooks.json. Codex lists the hook but skips it,
+    silently, until the user trusts it; once trusted, `codex exec` runs it at session start and
+    the saved session it printed (a unique marker) is in the request sent to the model."""
+    user = make_user(runtime)
+    marker = save_marked_session(server.url, user.key, client_env.project)
+    client_env.connect("codex", server.url, user.key, "--hooks")
+    use_recorder_as_model(client_env, model)
+    exec_argv = [codex(client_env), "exec", "hi"]
+
+    done = client_env.run(exec_argv, user.key)  # untrusted: the run ends at the model's error
+    assert model.requests, done.stdout + done.stderr  # the model was asked...
+    assert not model.saw(marker) and not tool_calls.calls("load_session", user.id)  # ...without the hook
+
+    [hook] = trust_our_hooks(client_env, user.key)
+    assert hook["eventName"] == "sessionStart" and hook["matcher"] == "startup|clear", hook
+    assert hook["source"] == "user" and hook["command"].startswith("/"), hook
+    [listed] = app_server(client_env, user.key, "hooks/list", {"cwds": [str(client_env.project)]})["data"]
+    assert [h["trustStatus"] for h in listed["hooks"]] == ["trusted"], listed
+    seen, _ = client_env.until(exec_argv, user.key, lambda: model.saw(marker), timeout=90)
+    assert tool_calls.calls("load_session", user.id), client_env.last_output  # the hook ran
+    assert seen, f"{model.summary()}\n{client_env.last_output}"

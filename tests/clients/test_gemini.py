@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from ..conftest import make_user
-from .conftest import Env, ToolCalls
+from ..support.model_recorder import ModelRecorder
+from .conftest import Env, ToolCalls, save_marked_session
 
 NO_MODEL = {
     "GEMINI_API_KEY": "dummy-not-a-key",
@@ -51,10 +52,13 @@ def test_mcp_list_with_a_wrong_key_reports_failure(server, runtime, client_env: 
     assert line and ("Disconnected" in line or "Connected" not in line), out
 
 
-def test_the_session_start_hook_fires_before_the_model_call(
-    server, runtime, client_env: Env, closed_url: str, tool_calls: ToolCalls
+def test_the_session_start_hook_output_reaches_the_model(
+    server, runtime, client_env: Env, model: ModelRecorder, tool_calls: ToolCalls
 ) -> None:
+    """`gemini -p` runs the hook, and the saved session it printed (a unique marker) is in the
+    request Gemini CLI sends to its model (GOOGLE_GEMINI_BASE_URL: the recorder)."""
     user = make_user(runtime)
+    marker = save_marked_session(server.url, user.key, client_env.project)
     client_env.connect("gemini", server.url, user.key, "--hooks")
     trust_folder(client_env)
     # Headless runs need an auth type picked; the dummy key never reaches a model.
@@ -66,9 +70,10 @@ def test_the_session_start_hook_fires_before_the_model_call(
     seen, _ = client_env.until(
         [gemini(client_env), "-p", "hi"],
         user.key,
-        lambda: bool(tool_calls.calls("load_session", user.id)),
+        lambda: model.saw(marker),
         timeout=90,
-        GOOGLE_GEMINI_BASE_URL=closed_url,
+        GOOGLE_GEMINI_BASE_URL=model.base_url,
         **NO_MODEL,
     )
-    assert seen, client_env.last_output
+    assert tool_calls.calls("load_session", user.id), client_env.last_output  # the hook ran
+    assert seen, f"{model.summary()}\n{client_env.last_output}"

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from ..conftest import make_user
-from .conftest import Env, ToolCalls
+from ..support.model_recorder import ModelRecorder
+from .conftest import Env, ToolCalls, save_marked_session
 
 NO_MODEL = {"QWEN_CODE_NO_RELAUNCH": "true", "QWEN_TELEMETRY_ENABLED": "false"}
 WRONG_KEY = "sv_live_" + "W" * 32
@@ -126,12 +127,14 @@ def test_the_gemini_shape_in_qwen_settings_connects(server, runtime, client_env:
     assert "Connected" in line and "Disconnected" not in line, line
 
 
-def test_the_session_start_hook_fires_before_the_model_call(
-    server, runtime, client_env: Env, closed_url: str, tool_calls: ToolCalls
+def test_the_session_start_hook_output_reaches_the_model(
+    server, runtime, client_env: Env, model: ModelRecorder, tool_calls: ToolCalls
 ) -> None:
     """`connect qwen --hooks` writes a SessionStart hook (timeout in seconds) into
-    ~/.qwen/settings.json; `qwen -p` runs it at startup, and it loads the last session."""
+    ~/.qwen/settings.json; `qwen -p` runs it at startup, and the saved session it printed (a
+    unique marker) is in the request Qwen Code sends to its model (OPENAI_BASE_URL: the recorder)."""
     user = make_user(runtime)
+    marker = save_marked_session(server.url, user.key, client_env.project)
     connect_qwen(client_env, server.url, user.key, "--hooks")
     settings = client_env.home / ".qwen" / "settings.json"
     data = json.loads(settings.read_text())
@@ -143,11 +146,12 @@ def test_the_session_start_hook_fires_before_the_model_call(
     seen, _ = client_env.until(
         [qwen(client_env), "-p", "hi"],
         user.key,
-        lambda: bool(tool_calls.calls("load_session", user.id)),
+        lambda: model.saw(marker),
         timeout=90,
         OPENAI_API_KEY="dummy-not-a-key",
-        OPENAI_BASE_URL=closed_url + "/v1",
+        OPENAI_BASE_URL=model.base_url + "/v1",
         OPENAI_MODEL="qwen3-coder-plus",
         **NO_MODEL,
     )
-    assert seen, client_env.last_output
+    assert tool_calls.calls("load_session", user.id), client_env.last_output  # the hook ran
+    assert seen, f"{model.summary()}\n{client_env.last_output}"

@@ -1,6 +1,6 @@
-"""`sessionvault hook session-start`: what Claude Code, Codex and Gemini CLI run on every
-session start. The fast path: `cli.main` hands `hook ...` here before building any other
-parser, and nothing heavier than the standard library is imported."""
+"""`sessionvault hook session-start`: what Claude Code, Codex, Gemini CLI, Qwen Code and
+Amazon Q Developer CLI run on every session start. The fast path: `cli.main` hands `hook ...`
+here before building any other parser, and nothing heavier than the standard library is imported."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p = events.add_parser(
         "session-start",
         help="print the latest session for this repo as start-up context",
-        description="Print the latest session for the current repo in the client's SessionStart "
+        description="Print the latest session for the current repo in the client's session-start "
         "hook format. Always exits 0: on any problem it prints a short note instead.",
     )
     # A free string, not `choices`: a hook must never fail on its arguments.

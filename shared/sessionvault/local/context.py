@@ -1,9 +1,12 @@
 """What a session-start hook hands the model: the latest session for this repo as compact
 markdown, its saved content framed as notes from an earlier session (data, not instructions:
-see core/framing.py), in each client's SessionStart hook JSON. All three hook clients read the
-same shape:
+see core/framing.py), in each client's SessionStart hook JSON. Claude Code, Codex, Gemini CLI
+and Qwen Code read the same shape:
 
     {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "<markdown>"}}
+
+Amazon Q Developer CLI adds an `agentSpawn` hook's whole stdout to the context as it is, so it
+gets the markdown alone.
 
 The hook must never slow down or break a start: one stateless `tools/call` (`rpc`), a hard
 deadline of TIMEOUT_S for git and network together, and on any failure a one-line note as the
@@ -218,13 +221,19 @@ def _session_start_json(context: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}})
 
 
-# How each client wants SessionStart output on stdout. Today all four take the same JSON
-# (Claude Code and Codex would also take plain text; Gemini CLI and Qwen Code require JSON).
+def _plain(context: str) -> str:
+    return context
+
+
+# How each client wants session-start output on stdout. Four take the same JSON (Claude Code
+# and Codex would also take plain text; Gemini CLI and Qwen Code require JSON); Amazon Q would
+# hand JSON to the model verbatim, so it gets the markdown itself.
 OUTPUT: dict[str, Callable[[str], str]] = {
     "claude-code": _session_start_json,
     "codex": _session_start_json,
     "gemini": _session_start_json,
     "qwen": _session_start_json,
+    "amazon-q": _plain,
 }
 
 

@@ -1,8 +1,10 @@
 """Installing the session-start hook into a client's own settings (Claude Code, Codex, Gemini
-CLI, Qwen Code). What the hook prints is `context`; the file editing is `connect.files`."""
+CLI, Qwen Code) or agent file (Amazon Q Developer CLI). What the hook prints is `context`; the
+file editing is `connect.files`."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Callable, Mapping
@@ -25,13 +27,27 @@ _OURS = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook session-start(\s
 class HookSpec:
     title: str
     path: Callable[[Path, Path], Path]  # (home, cwd) -> settings file
-    # Which session starts: Claude Code, Codex and Qwen Code take a regex, Gemini an exact value.
-    matcher: str
+    # Which session starts: Claude Code, Codex and Qwen Code take a regex, Gemini an exact value;
+    # None for a flat list of hooks without matcher groups (Amazon Q's agent hooks).
+    matcher: str | None
     extra: Mapping[str, Any] = field(default_factory=dict)  # more keys of the hook entry
+    event: str = "SessionStart"  # the key under "hooks"
+    # What a missing file starts as. Amazon Q's `q_cli_default.json` replaces the built-in
+    # default agent as a whole, so it must first hold that agent's documented fields.
+    seed: Mapping[str, Any] = field(default_factory=dict)
 
-    def group(self, command: str) -> dict[str, Any]:
-        """One SessionStart matcher group holding our hook."""
+    def item(self, command: str) -> dict[str, Any]:
+        """What goes into hooks[event] for our hook: a matcher group, or the bare hook entry."""
+        if self.matcher is None:
+            return {"command": command, **self.extra}
         return {"matcher": self.matcher, "hooks": [{"type": "command", "command": command, **self.extra}]}
+
+    def hooks_of(self, item: Any) -> list[Any]:
+        """The hook entries inside one item of hooks[event]."""
+        if self.matcher is None:
+            return [item]
+        hooks = item.get("hooks") if isinstance(item, dict) else None
+        return hooks if isinstance(hooks, list) else []
 
 
 HOOK_CLIENTS: dict[str, HookSpec] = {
@@ -59,6 +75,23 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         matcher="startup",  # an exact value, `a|b` or a regex
         # Unlike Gemini CLI (its upstream), Qwen Code's hook timeout is in seconds.
         extra={"name": "sessionvault", "timeout": 5, "description": "Load the last SessionVault session"},
+    ),
+    "amazon-q": HookSpec(
+        title="Amazon Q Developer CLI",
+        # A global agent named q_cli_default replaces the built-in default agent that `q chat`
+        # starts with; its `agentSpawn` hooks run when the agent starts, stdout into its context.
+        path=lambda home, cwd: home / ".aws" / "amazonq" / "cli-agents" / "q_cli_default.json",
+        matcher=None,
+        extra={"timeout_ms": 5000},
+        event="agentSpawn",
+        seed={  # the built-in default agent, as documented, so replacing it changes nothing else
+            "name": "q_cli_default",
+            "description": "Default agent, with the SessionVault session-start hook",
+            "tools": ["*"],
+            "allowedTools": ["fs_read"],
+            "resources": ["file://AmazonQ.md", "file://README.md", "file://.amazonq/rules/**/*.md"],
+            "useLegacyMcpJson": True,
+        },
     ),
 }
 
@@ -94,49 +127,44 @@ def hook_argv(hook_command_line: str) -> list[str] | None:
 
 def installed_commands(client: str, *, home: Path, cwd: Path) -> list[str]:
     """The command lines of our session-start hooks in the client's settings."""
-    path = _hook_spec(client).path(home, cwd)
+    spec = _hook_spec(client)
+    path = spec.path(home, cwd)
     try:
-        groups = _session_start_groups(files.read(path), path)
+        items = _event_items(spec, files.read(path), path)
     except (OSError, ConfigFileError):
         return []
-    return [
-        str(h.get("command"))
-        for g in groups
-        if isinstance(g, dict)
-        for h in g.get("hooks") or []
-        if _is_ours(h)
-    ]
+    return [str(h.get("command")) for item in items for h in spec.hooks_of(item) if _is_ours(h)]
 
 
 def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and bool(_OURS.search(str(hook.get("command", ""))))
 
 
-def _merged(groups: list[Any], ours: dict[str, Any]) -> list[Any] | None:
-    """`groups` with our group in it exactly once, or None when that is already so."""
-    count = sum(_is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks") or [])
-    if count == 1 and ours in groups:
+def _merged(spec: HookSpec, items: list[Any], ours: dict[str, Any]) -> list[Any] | None:
+    """`items` with our hook in it exactly once, or None when that is already so."""
+    count = sum(_is_ours(h) for item in items for h in spec.hooks_of(item))
+    if count == 1 and ours in items:
         return None
     kept = []
-    for group in groups:
-        hooks = group.get("hooks") if isinstance(group, dict) else None
-        if isinstance(hooks, list) and any(_is_ours(h) for h in hooks):
+    for item in items:
+        hooks = spec.hooks_of(item)
+        if any(_is_ours(h) for h in hooks):
             rest = [h for h in hooks if not _is_ours(h)]
-            if not rest:
-                continue  # the group held only our (older) hook
-            group = {**group, "hooks": rest}
-        kept.append(group)
+            if spec.matcher is None or not rest:
+                continue  # our (older) hook, or a group that held only it
+            item = {**item, "hooks": rest}
+        kept.append(item)
     return [*kept, ours]
 
 
-def _session_start_groups(data: Mapping[str, Any], path: Path) -> list[Any]:
+def _event_items(spec: HookSpec, data: Mapping[str, Any], path: Path) -> list[Any]:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigFileError(f"{path}: 'hooks' is not an object; fix it by hand")
-    groups = hooks.get("SessionStart", [])
-    if not isinstance(groups, list):
-        raise ConfigFileError(f"{path}: 'hooks.SessionStart' is not a list; fix it by hand")
-    return groups
+    items = hooks.get(spec.event, [])
+    if not isinstance(items, list):
+        raise ConfigFileError(f"{path}: 'hooks.{spec.event}' is not a list; fix it by hand")
+    return items
 
 
 def install_hooks(
@@ -151,14 +179,20 @@ def install_hooks(
 
     Idempotent: when the hook is already there, nothing is written and no backup is made.
     Otherwise an older sessionvault hook is replaced, the old file is copied to
-    `<file>.bak-YYYYmmddHHMMSS`, and the edit is re-parsed before it is written.
+    `<file>.bak-YYYYmmddHHMMSS`, and the edit is re-parsed before it is written. A missing file
+    with a `seed` (Amazon Q's default agent) is created from it.
     """
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
-    groups = _session_start_groups(files.read(path.resolve()), path)
-    merged = _merged(groups, spec.group(hook_command(client, url)))
-    value = groups if merged is None else merged
-    return files.set_member(path, "json", "hooks", "SessionStart", value, now=now)
+    ours = spec.item(hook_command(client, url))
+    if spec.seed and not path.resolve().exists():
+        text = json.dumps({**spec.seed, "hooks": {spec.event: [ours]}}, indent=2) + "\n"
+        files.write_atomic(path.resolve(), text, 0o644)
+        return ApplyResult(path=path, changed=True, backup=None)
+    items = _event_items(spec, files.read(path.resolve()), path)
+    merged = _merged(spec, items, ours)
+    value = items if merged is None else merged
+    return files.set_member(path, "json", "hooks", spec.event, value, now=now)
 
 
 def hook_installed(client: str, *, home: Path, cwd: Path) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local import hooks
+from sessionvault.local import context, hooks
 
 from .conftest import SV
 
@@ -23,13 +23,19 @@ HOOK_FILES = {
     "gemini": ".gemini/settings.json",
     "qwen": ".qwen/settings.json",
 }
+GROUPED = [c for c in hooks.HOOK_CLIENTS if hooks.HOOK_CLIENTS[c].matcher is not None]
+Q_AGENT = ".aws/amazonq/cli-agents/q_cli_default.json"
 
 
 def session_start_groups(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text())["hooks"]["SessionStart"]
 
 
-@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+def test_every_client_with_a_hook_is_either_grouped_or_amazon_q() -> None:
+    assert sorted(GROUPED) == sorted(HOOK_FILES) and set(hooks.HOOK_CLIENTS) == {*HOOK_FILES, "amazon-q"}
+
+
+@pytest.mark.parametrize("client", GROUPED)
 def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> None:
     result = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path / "project", now=T1)
     path = tmp_path / HOOK_FILES[client]
@@ -49,7 +55,7 @@ def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> Non
     assert hooks.hook_installed(client, home=tmp_path, cwd=tmp_path)
 
 
-@pytest.mark.parametrize("client", list(hooks.HOOK_CLIENTS))
+@pytest.mark.parametrize("client", GROUPED)
 def test_install_is_idempotent_keeps_other_settings_and_backs_up(client: str, tmp_path: Path) -> None:
     path = tmp_path / HOOK_FILES[client]
     path.parent.mkdir(parents=True)
@@ -133,3 +139,56 @@ def test_clients_without_a_session_start_hook_are_refused(tmp_path: Path) -> Non
     with pytest.raises(ConfigFileError, match="no session-start hook"):
         hooks.install_hooks("cursor", home=tmp_path, cwd=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+def test_amazon_q_gets_an_agent_spawn_hook_in_a_default_agent_that_keeps_the_built_in_one(
+    tmp_path: Path,
+) -> None:
+    """No q_cli_default.json yet: it is created with the built-in default agent's documented
+    fields (so `q chat` keeps its tools, resources and ~/.aws/amazonq/mcp.json) plus our hook."""
+    result = hooks.install_hooks("amazon-q", home=tmp_path, cwd=tmp_path / "project", now=T1)
+    path = tmp_path / Q_AGENT
+    assert result.path == path and result.changed and result.backup is None
+    agent = json.loads(path.read_text())
+    assert agent["name"] == "q_cli_default" and agent["useLegacyMcpJson"] is True
+    assert agent["tools"] == ["*"] and agent["allowedTools"] == ["fs_read"]
+    assert "file://README.md" in agent["resources"]
+    assert agent["hooks"] == {
+        "agentSpawn": [{"command": f"{SV} hook session-start --client amazon-q", "timeout_ms": 5000}]
+    }
+    assert hooks.hook_installed("amazon-q", home=tmp_path, cwd=tmp_path)
+    written = path.read_text()
+    again = hooks.install_hooks("amazon-q", home=tmp_path, cwd=tmp_path, now=T2)
+    assert (again.changed, again.backup) == (False, None) and path.read_text() == written
+
+
+def test_amazon_q_an_existing_default_agent_keeps_its_fields_and_hooks(tmp_path: Path) -> None:
+    path = tmp_path / Q_AGENT
+    path.parent.mkdir(parents=True)
+    theirs = {"command": "git status --short"}
+    old_ours = {"command": "/old/venv/bin/sessionvault hook session-start --client amazon-q"}
+    mine = {
+        "name": "q_cli_default",
+        "tools": ["fs_read"],
+        "hooks": {"agentSpawn": [theirs, old_ours], "stop": [{"command": "date"}]},
+    }
+    path.write_text(json.dumps(mine))
+    result = hooks.install_hooks("amazon-q", home=tmp_path, cwd=tmp_path, now=T1)
+    assert result.changed and result.backup is not None
+    agent = json.loads(path.read_text())
+    assert agent["tools"] == ["fs_read"] and "useLegacyMcpJson" not in agent  # theirs, untouched
+    assert agent["hooks"]["stop"] == [{"command": "date"}]
+    assert agent["hooks"]["agentSpawn"] == [
+        theirs,
+        {"command": f"{SV} hook session-start --client amazon-q", "timeout_ms": 5000},
+    ]  # the old one of ours replaced, not doubled
+
+
+def test_the_amazon_q_hook_prints_the_context_itself_not_json() -> None:
+    """Amazon Q puts an agentSpawn hook's stdout into the context verbatim: markdown, no JSON."""
+    out = context.session_start("amazon-q", env={})
+    assert out.startswith("SessionVault: SESSIONVAULT_API_KEY is not set"), out
+    assert (
+        json.loads(context.session_start("claude-code", env={}))["hookSpecificOutput"]["additionalContext"]
+        == out
+    )
