@@ -20,6 +20,13 @@ class ConfigError(SessionVaultError):
     """A setting is missing or unusable; the process must not serve."""
 
 
+class ProvisionFailed(SessionVaultError):
+    """The Database custom resource could not set the database up on deploy. The message
+    becomes the stack event's reason: it names what failed and never holds a secret."""
+
+    error_class = "db"
+
+
 class VaultError(SessionVaultError):
     """An error a tool reports to its caller."""
 
@@ -80,6 +87,11 @@ class ConfigFileError(SessionVaultError):
 
 class ToolCallFailed(SessionVaultError):
     """A remote tools/call answered with an error (hook and doctor side)."""
+
+
+class DeployFailed(SessionVaultError):
+    """A step of `sessionvault deploy` failed: the message names the command, its exit code and
+    the tail of its stderr (no secret is ever on a deploy command line)."""
 
 
 class UpstreamError(SessionVaultError):

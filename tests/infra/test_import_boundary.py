@@ -204,13 +204,15 @@ def laptop_side(module: str) -> bool:
 
 
 def test_there_are_lambda_handlers_to_walk():
-    assert {h.parent.name for h in HANDLERS} == {"mcp", "admin", "maintenance"}
+    assert {h.parent.name for h in HANDLERS} == {"mcp", "admin", "maintenance", "migrate"}
 
 
 @pytest.mark.parametrize("handler", HANDLERS, ids=lambda p: p.parent.name)
 def test_lambda_functions_import_nothing_from_the_laptop_side(handler):
     seen = reached_from(Tree(SHARED), handler)
-    assert "sessionvault.runtime" in seen, "the walk found none of the shared code"
+    # The serving functions build a runtime; the migrate function only migrates and provisions.
+    core = "sessionvault.jobs.provision" if handler.parent.name == "migrate" else "sessionvault.runtime"
+    assert core in seen, "the walk found none of the shared code"
     leaks = sorted(m for m in seen if laptop_side(m))
     assert not leaks, "the Lambda side reaches laptop-only code:\n" + "\n".join(chain(seen, m) for m in leaks)
 
@@ -218,6 +220,12 @@ def test_lambda_functions_import_nothing_from_the_laptop_side(handler):
 def test_the_mcp_function_reaches_the_server_and_the_database_code():
     seen = reached_from(Tree(SHARED), ROOT / "functions" / "mcp" / "handler.py")
     assert {"sessionvault.server.app", "sessionvault.db.pool", "sessionvault.settings"} <= set(seen)
+
+
+def test_the_migrate_function_reaches_the_migrations_and_the_roles_but_no_server():
+    seen = reached_from(Tree(SHARED), ROOT / "functions" / "migrate" / "handler.py")
+    assert {"sessionvault.jobs.provision", "sessionvault.db.migrations", "sessionvault.db.roles"} <= set(seen)
+    assert not any(m.startswith("sessionvault.server") for m in seen), "it serves nothing"
 
 
 def test_sessionvault_modules_import_each_other_without_cycles():

@@ -36,8 +36,6 @@ LAMBDA_DESCRIPTION_MAX = 256
 # Parameters the MCP function's configuration is built from that VersionDescription leaves out
 # (unbounded lengths): changing only these does not publish a new version (docs/snapstart.md).
 NOT_IN_VERSION_DESCRIPTION = {
-    "DatabaseUrlSecretName",
-    "AuditSaltSecretName",
     "OpenAiKeySecretName",
     "SubnetIds",
     "SecurityGroupIds",

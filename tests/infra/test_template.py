@@ -2,9 +2,11 @@
 the SAM CLI itself (`sam validate --lint`, `sam build`) with checks on the built artifacts.
 
 Invariants, not values: least privilege (IAM, the KMS key policy, log groups), secrets passed by
-name and never by value, each function's database role matched to its secret, no trigger on the
-admin function, pinned dependencies, no variable that no code reads, and a SharedCodeLayer that
-carries the Lambda side only. Defaults (rates, retention, secret names) are the operator's to
+name or ARN and never by value, secrets the stack generates itself, each function's database role
+matched to its secret, the owner's connection readable by the migrate function alone, the
+Database custom resource running before every function, no trigger on the admin function,
+pinned dependencies, no variable that no code reads, and a SharedCodeLayer that carries the
+Lambda side only. Defaults (rates, retention, secret names) are the operator's to
 choose and are not restated here.
 
 The SAM tests are marked `slow` and skip when no SAM CLI is found. The CLI is looked for as
@@ -42,7 +44,12 @@ FUNCTIONS = {
     "McpFunction": "functions/mcp",
     "AdminFunction": "functions/admin",
     "MaintenanceFunction": "functions/maintenance",
+    "MigrateFunction": "functions/migrate",
 }
+# The functions that serve (and connect as a login role); the migrate function runs only when
+# CloudFormation deploys, and its failure fails the deploy itself.
+SERVING = ("McpFunction", "AdminFunction", "MaintenanceFunction")
+MIGRATE = "MigrateFunction"
 LAYERS = ("DependenciesLayer", "SharedCodeLayer")
 RUNTIME = "python3.12"  # every function and both layers; infrastructure/lock_layer.py agrees
 RUNTIME_GLIBC = (2, 34)  # python3.12+ run on Amazon Linux 2023
@@ -153,7 +160,7 @@ def defines_handler(path: Path) -> bool:
 # ---------------------------------------------------------------- structure
 
 
-def test_three_functions_on_the_runtime_with_handlers(template):
+def test_every_function_runs_on_the_runtime_with_a_handler(template):
     functions = resources(template, "AWS::Serverless::Function")
     assert set(functions) == set(FUNCTIONS)
     for name, code_dir in FUNCTIONS.items():
@@ -247,7 +254,7 @@ def test_every_function_logs_to_its_own_group_with_retention(template):
 
 def test_errors_and_throttles_alarms_for_each_function(template):
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    for name in FUNCTIONS:
+    for name in SERVING:
         for metric in ("Errors", "Throttles"):
             found = [
                 a
@@ -274,24 +281,26 @@ SECRETISH_NAME = re.compile(r"SECRET|PASSWORD|TOKEN|API_KEY|DATABASE_URL|SALT|MA
 
 def test_no_secret_values_in_environment_or_parameters(template):
     params = template["Parameters"]
+    stack_secrets = set(resources(template, "AWS::SecretsManager::Secret"))
     for name in FUNCTIONS:
         for var, value in env_of(template, name).items():
             for text in strings_in(value):
                 for pattern in SECRET_VALUE_PATTERNS:
                     assert not pattern.search(text), f"{name}.{var} looks like a secret value"
             if SECRETISH_NAME.search(var):
-                # only a pointer to a secret: *_SECRET (a secret's name) or *_PARAM (SSM name)
+                # only a pointer to a secret: *_SECRET (a secret's name/ARN) or *_PARAM (SSM name)
                 assert var.endswith(("_SECRET", "_PARAM")), f"{name}.{var} holds a secret itself"
                 refs = [ref(value)] + [
                     ref(v) for v in value.get("Fn::If", [])[1:2] if isinstance(value, dict)
                 ]
                 names = [r for r in refs if r]
-                assert names and all(r.endswith(("SecretName", "ParamName")) for r in names), (
-                    f"{name}.{var} must come from a *SecretName parameter"
-                )
+                assert names and all(
+                    r in stack_secrets or r.endswith(("SecretName", "ParamName")) for r in names
+                ), f"{name}.{var} must be a stack secret or come from a *SecretName parameter"
     for pname, param in params.items():
         if SECRETISH_NAME.search(re.sub(r"(?<!^)([A-Z])", r"_\1", pname).upper()):
-            assert pname.endswith(("SecretName", "ParamName")), f"parameter {pname} takes a secret"
+            # a secret's name or ARN (OwnerSecret takes either), never its value
+            assert pname.endswith(("SecretName", "ParamName", "Secret")), f"parameter {pname} takes a secret"
             default = str(param.get("Default", ""))
             assert not any(p.search(default) for p in SECRET_VALUE_PATTERNS), pname
     for key in ("DATABASE_URL", "SESSIONVAULT_AUDIT_SALT", "OPENAI_API_KEY"):
@@ -326,6 +335,11 @@ def lambda_side_source() -> str:
     return "\n".join(p.read_text() for p in files)
 
 
+def read_by_libpq(var: str) -> bool:
+    """libpq reads its PG* variables itself (PGSSLMODE: the owner connection's default)."""
+    return var in ("PGSSLMODE", "PGCONNECT_TIMEOUT")
+
+
 def powertools_source() -> str:
     """Powertools reads its POWERTOOLS_* settings itself (the names are in its constants)."""
     import aws_lambda_powertools.shared.constants as constants
@@ -339,7 +353,7 @@ def test_every_environment_variable_the_template_sets_is_read_by_the_code(templa
         (name, var)
         for name in FUNCTIONS
         for var in env_of(template, name)
-        if not re.search(rf"[\"']{re.escape(var)}[\"']", source)
+        if not re.search(rf"[\"']{re.escape(var)}[\"']", source) and not read_by_libpq(var)
     }
     assert not unread, f"set in template.yaml but read by no Lambda-side code: {sorted(unread)}"
 
@@ -354,23 +368,108 @@ def test_every_parameter_and_condition_is_used(template):
         assert f'"{cname}"' in others, f"condition {cname} is unused"
 
 
-# Which database role each function connects as: the parameter naming its URL secret.
+# Which database role each function connects as: the stack secret holding its URL.
 DATABASE_URL_SECRET = {
-    "McpFunction": "DatabaseUrlSecretName",  # sessionvault_app
-    "AdminFunction": "AdminDatabaseUrlSecretName",  # sessionvault_admin
-    "MaintenanceFunction": "MaintDatabaseUrlSecretName",  # sessionvault_maint
+    "McpFunction": "AppDatabaseUrlSecret",  # sessionvault_app
+    "AdminFunction": "AdminDatabaseUrlSecret",  # sessionvault_admin
+    "MaintenanceFunction": "MaintDatabaseUrlSecret",  # sessionvault_maint
+}
+ROLE_SECRETS = {
+    "AppRoleSecret": "sessionvault_app",
+    "AdminRoleSecret": "sessionvault_admin",
+    "MaintRoleSecret": "sessionvault_maint",
 }
 
 
 def test_each_function_connects_as_its_database_role(template):
-    for name, param in DATABASE_URL_SECRET.items():
-        assert ref(env_of(template, name)["SESSIONVAULT_DATABASE_URL_SECRET"]) == param, name
-    # The admin and maintenance functions set it themselves, over the Globals default.
-    for name in ("AdminFunction", "MaintenanceFunction"):
+    for name, secret in DATABASE_URL_SECRET.items():
         own = template["Resources"][name]["Properties"]["Environment"]["Variables"]
-        assert ref(own["SESSIONVAULT_DATABASE_URL_SECRET"]) == DATABASE_URL_SECRET[name]
+        assert ref(own["SESSIONVAULT_DATABASE_URL_SECRET"]) == secret, name
+        assert ref(own["SESSIONVAULT_AUDIT_SALT_SECRET"]) == "AuditSaltSecret", name
+    globals_env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert "SESSIONVAULT_DATABASE_URL_SECRET" not in globals_env, "no default role for a new function"
+    assert "SESSIONVAULT_DATABASE_URL_SECRET" not in env_of(template, MIGRATE)
     groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
-    assert any("AdminDatabaseUrlSecretName" in g["Parameters"] for g in groups)
+    assert any("OwnerSecret" in g["Parameters"] for g in groups)
+
+
+def test_the_stack_generates_its_own_secrets(template):
+    """Nobody types a password or a salt: Secrets Manager generates them in the stack; the URL
+    secrets start as a placeholder the functions refuse, until the Database resource writes them."""
+    from sessionvault.settings import is_placeholder
+
+    stack_secrets = resources(template, "AWS::SecretsManager::Secret")
+    salt = stack_secrets["AuditSaltSecret"]["Properties"]["GenerateSecretString"]
+    assert salt["PasswordLength"] >= 32 and salt["ExcludePunctuation"] is True
+    for name, role in ROLE_SECRETS.items():
+        generated = stack_secrets[name]["Properties"]["GenerateSecretString"]
+        assert json.loads(generated["SecretStringTemplate"]) == {"username": role}
+        assert generated["GenerateStringKey"] == "password"
+        assert generated["PasswordLength"] >= 32 and generated["ExcludePunctuation"] is True
+    for name in DATABASE_URL_SECRET.values():
+        value = stack_secrets[name]["Properties"]["SecretString"]
+        assert is_placeholder(value) and not any(p.search(value) for p in SECRET_VALUE_PATTERNS)
+    assert set(stack_secrets) == {"AuditSaltSecret", *ROLE_SECRETS, *DATABASE_URL_SECRET.values()}
+    for secret in stack_secrets.values():
+        assert secret["Properties"]["Name"]["Fn::Sub"].startswith("${AWS::StackName}/")
+    for output in template["Outputs"].values():
+        assert not set(stack_secrets) & set(re.findall(r"\w+", json.dumps(output))), "a secret as an output"
+
+
+def test_the_database_resource_runs_before_every_function_and_needs_none_of_them(template):
+    database = template["Resources"]["Database"]
+    assert database["Type"] == "Custom::SessionVaultDatabase"
+    props = database["Properties"]
+    assert props["ServiceToken"] == {"Fn::GetAtt": [MIGRATE, "Arn"]}
+    assert ref(props["CodeVersion"]) == "SharedCodeLayer", "a new layer must re-run pending migrations"
+    needs = set(re.findall(r'"(?:Ref|Fn::GetAtt)": \[?"(\w+)', json.dumps(props)))
+    needs |= set(as_list(database.get("DependsOn", [])))
+    assert not needs & set(SERVING), f"the Database resource waits on a function: {needs & set(SERVING)}"
+    for name in SERVING:
+        assert "Database" in as_list(template["Resources"][name].get("DependsOn", [])), name
+    migrate = json.dumps(template["Resources"][MIGRATE]) + json.dumps(
+        template["Resources"]["MigrateFunctionRole"]
+    )
+    assert '"Database"' not in migrate, "the migrate function cannot depend on its own resource"
+    assert not template["Resources"][MIGRATE]["Properties"].get("Events"), (
+        "CloudFormation is its only trigger"
+    )
+    assert fn_props(template, MIGRATE)["Timeout"] <= props["ServiceTimeout"]
+
+
+def test_the_database_resource_passes_every_property_the_handler_reads(template):
+    from sessionvault.jobs.provision import Properties
+
+    props = template["Resources"]["Database"]["Properties"]
+    parsed = Properties.from_event({key: f"value-of-{key}" for key in props})
+    assert parsed.owner_secret == "value-of-OwnerSecret"
+    assert {login.url_secret for login in parsed.logins} == {
+        f"value-of-{s}" for s in DATABASE_URL_SECRET.values()
+    }
+    assert {ref(props[s]) for s in ROLE_SECRETS} == set(ROLE_SECRETS)
+    assert {ref(props[s]) for s in DATABASE_URL_SECRET.values()} == set(DATABASE_URL_SECRET.values())
+
+
+def test_a_created_database_is_private_encrypted_and_never_dropped(template):
+    db = template["Resources"]["Db"]
+    assert db["Condition"] == "CreateDb"
+    assert (db["DeletionPolicy"], db["UpdateReplacePolicy"]) == ("Snapshot", "Snapshot")
+    props = db["Properties"]
+    assert props["Engine"] == "postgres" and str(props["EngineVersion"]).split(".")[0] == "16"
+    assert props["PubliclyAccessible"] is False and props["StorageEncrypted"] is True
+    assert props["ManageMasterUserPassword"] is True
+    assert "MasterUserPassword" not in props
+    assert ref(props["VPCSecurityGroups"]) == "SecurityGroupIds"
+    assert ref(props["DBInstanceClass"]) == "DatabaseInstanceClass"
+    subnets = template["Resources"]["DbSubnetGroup"]
+    assert subnets["Condition"] == "CreateDb" and ref(subnets["Properties"]["SubnetIds"]) == "SubnetIds"
+    owner = template["Resources"]["Database"]["Properties"]["OwnerSecret"]
+    assert owner == {
+        "Fn::If": ["CreateDb", {"Fn::GetAtt": ["Db", "MasterUserSecret.SecretArn"]}, {"Ref": "OwnerSecret"}]
+    }
+    rules = json.dumps(template["Rules"])
+    assert '"Ref": "OwnerSecret"' in rules, "OwnerSecret is required unless the stack creates the database"
+    assert '"Ref": "SubnetIds"' in rules and '"Ref": "SecurityGroupIds"' in rules
 
 
 def test_admin_function_has_no_trigger(template):
@@ -446,41 +545,67 @@ def test_kms_key_policy_is_least_privilege(template):
     assert allowed["MaintenanceFunctionRole"] == {"kms:Decrypt"}
 
 
-def test_roles_read_only_their_secrets(template):
-    # Each function reads only its own role's URL: app for MCP, admin, maintenance.
-    expected = {
-        "McpFunctionRole": {"DatabaseUrlSecretName", "AuditSaltSecretName", "OpenAiKeySecretName"},
-        "AdminFunctionRole": {"AdminDatabaseUrlSecretName", "AuditSaltSecretName"},
-        "MaintenanceFunctionRole": {
-            "MaintDatabaseUrlSecretName",
-            "AuditSaltSecretName",
-            "OpenAiKeySecretName",
-        },
-    }
-    roles = resources(template, "AWS::IAM::Role")
-    assert set(roles) == set(expected)
-    for name, role in roles.items():
-        statements = [st for p in role["Properties"]["Policies"] for st in p["PolicyDocument"]["Statement"]]
-        seen = set()
-        for st in statements:
+def secret_identities(node: Any) -> set[str]:
+    """Which secrets an IAM Resource names: a stack secret (Ref), a parameter (Ref, or the
+    name-?????? pattern of a secret given by name), or the RDS master secret (Db)."""
+    found: set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= secret_identities(item)
+    elif isinstance(node, dict):
+        if "Ref" in node and node["Ref"] != "AWS::NoValue":
+            found.add(node["Ref"])
+        elif "Fn::GetAtt" in node:
+            assert node["Fn::GetAtt"] == ["Db", "MasterUserSecret.SecretArn"], node
+            found.add("Db")
+        elif "Fn::Sub" in node:
+            m = re.fullmatch(
+                r"arn:\$\{AWS::Partition\}:secretsmanager:\$\{AWS::Region\}:"
+                r"\$\{AWS::AccountId\}:secret:\$\{(\w+)\}-\?{6}",
+                node["Fn::Sub"],
+            )
+            assert m, node
+            found.add(m.group(1))
+        elif "Fn::If" in node:
+            found |= secret_identities(node["Fn::If"][1:])
+    return found
+
+
+SECRETS_READ = {
+    "McpFunctionRole": {"AppDatabaseUrlSecret", "AuditSaltSecret", "OpenAiKeySecretName"},
+    "AdminFunctionRole": {"AdminDatabaseUrlSecret", "AuditSaltSecret"},
+    "MaintenanceFunctionRole": {"MaintDatabaseUrlSecret", "AuditSaltSecret", "OpenAiKeySecretName"},
+    # the owner's connection (given, or the RDS-managed one), the role passwords, and the URL
+    # secrets it compares before writing
+    "MigrateFunctionRole": {"OwnerSecret", "Db", *ROLE_SECRETS, *DATABASE_URL_SECRET.values()},
+}
+SECRETS_WRITTEN = {"MigrateFunctionRole": set(DATABASE_URL_SECRET.values())}
+
+
+def secret_rights(role: dict[str, Any]) -> dict[str, set[str]]:
+    """action -> the secrets a role may do it on, with the generic least-privilege checks."""
+    rights: dict[str, set[str]] = {}
+    for policy in role["Properties"]["Policies"]:
+        for st in policy["PolicyDocument"]["Statement"]:
             actions = as_list(st["Action"])
-            assert "*" not in actions and not any(a.endswith(":*") for a in actions), name
+            assert st["Effect"] == "Allow"
+            assert "*" not in actions and not any(a.endswith(":*") for a in actions)
             assert not any(a.startswith("kms:") for a in actions), "KMS rights live in the key policy"
-            resources_ = strings_in(st["Resource"])
-            assert "*" not in resources_, f"{name}: {actions} on every resource"
-            if "secretsmanager:GetSecretValue" in actions:
-                assert actions == ["secretsmanager:GetSecretValue"]
-                for arn in resources_:
-                    if not arn.startswith("arn:"):  # an Fn::If condition name, AWS::NoValue
-                        continue
-                    m = re.fullmatch(
-                        r"arn:\$\{AWS::Partition\}:secretsmanager:\$\{AWS::Region\}:"
-                        r"\$\{AWS::AccountId\}:secret:\$\{(\w+)\}-\?{6}",
-                        arn,
-                    )
-                    assert m, arn
-                    seen.add(m.group(1))
-        assert seen == expected[name], name
+            assert "*" not in strings_in(st["Resource"]), f"{actions} on every resource"
+            if any(a.startswith("secretsmanager:") for a in actions):
+                assert len(actions) == 1, "one secrets action per statement, so each is checked"
+                rights.setdefault(actions[0], set()).update(secret_identities(st["Resource"]))
+    return rights
+
+
+def test_roles_read_only_their_secrets(template):
+    roles = resources(template, "AWS::IAM::Role")
+    assert set(roles) == set(SECRETS_READ)
+    for name, role in roles.items():
+        rights = secret_rights(role)
+        assert set(rights) <= {"secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue"}, name
+        assert rights.get("secretsmanager:GetSecretValue", set()) == SECRETS_READ[name], name
+        assert rights.get("secretsmanager:PutSecretValue", set()) == SECRETS_WRITTEN.get(name, set()), name
     for name in FUNCTIONS:
         role = fn_props(template, name)["Role"]["Fn::GetAtt"]
         assert role == [f"{name}Role", "Arn"]
@@ -488,7 +613,23 @@ def test_roles_read_only_their_secrets(template):
         for var, value in env_of(template, name).items():
             if var.endswith("_SECRET"):
                 names = [ref(value)] if ref(value) else [ref(v) for v in value["Fn::If"][1:2]]
-                assert set(names) <= expected[f"{name}Role"], (name, var)
+                assert set(names) <= SECRETS_READ[f"{name}Role"], (name, var)
+
+
+def test_only_the_migrate_function_reads_the_owner_secret_or_writes_a_secret(template):
+    for name, role in resources(template, "AWS::IAM::Role").items():
+        rights = secret_rights(role)
+        reads_owner = bool({"OwnerSecret", "Db"} & rights.get("secretsmanager:GetSecretValue", set()))
+        reads_passwords = bool(set(ROLE_SECRETS) & rights.get("secretsmanager:GetSecretValue", set()))
+        writes = bool(set(rights) - {"secretsmanager:GetSecretValue"})
+        is_migrate = name == f"{MIGRATE}Role"
+        assert (reads_owner, reads_passwords, writes) == (is_migrate,) * 3, name
+    # The owner secret is given by name or by ARN: the policy takes each form as it is.
+    resource = json.dumps(template["Resources"]["MigrateFunctionRole"]["Properties"]["Policies"])
+    assert '"OwnerSecretIsArn"' in resource
+    assert template["Conditions"]["OwnerSecretIsArn"] == {
+        "Fn::Equals": [{"Fn::Select": [0, {"Fn::Split": [":", {"Ref": "OwnerSecret"}]}]}, "arn"]
+    }
 
 
 def test_vpc_config_only_when_subnets_and_groups_are_given(template):

@@ -27,8 +27,14 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "client", choices=list(registry.CLIENTS), metavar="client", help=", ".join(registry.CLIENTS)
     )
-    p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default: {DEFAULT_URL})")
-    p.add_argument("--key", default=None, help=f"API key (default: ${KEY_ENV})")
+    p.add_argument(
+        "--url",
+        default=None,
+        help=f"server URL (default: ${URL_ENV}, else the deployed stack's, else {DEFAULT_URL})",
+    )
+    p.add_argument(
+        "--key", default=None, help=f"API key (default: ${KEY_ENV}, else the deployed stack's saved key)"
+    )
     p.add_argument("--apply", action="store_true", help="write into the client's config file")
     p.add_argument(
         "--no-env",
@@ -45,6 +51,10 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_connect(args: argparse.Namespace) -> int:
+    from sessionvault.local import target
+
+    state = target.state_folder()
+    args.url = args.url or target.default_url(os.environ, state)
     require_safe_url(args.url)  # the config will send the key there
     if args.hooks and args.client not in hooks.HOOK_CLIENTS:
         # Refused before anything is written: no half-done change.
@@ -55,11 +65,18 @@ def _run_connect(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    key = args.key or os.environ.get(KEY_ENV) or None
+    found, source = (args.key, "--key") if args.key else target.default_key(os.environ, state, args.url)
+    key = found or None
     spec = registry.CLIENTS[args.client]
     env_mode = args.use_env and spec.reads_env
     if env_mode and args.key:
         _where_the_key_goes(spec.title, args.key)
+    elif env_mode and key and source != KEY_ENV:  # the deployed stack's saved key
+        print(
+            f"note: the config refers to ${KEY_ENV}; {spec.title} reads the key from its "
+            f'environment: export {KEY_ENV}="$(cat {source})" in the shell profile it starts from',
+            file=sys.stderr,
+        )
     elif env_mode and not os.environ.get(KEY_ENV):
         print(
             f"note: set {KEY_ENV} where {spec.title} starts, it reads the key from there",

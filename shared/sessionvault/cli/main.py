@@ -13,7 +13,7 @@ from sessionvault.errors import SessionVaultError
 
 
 def parser() -> argparse.ArgumentParser:
-    from sessionvault.cli import accounts, clients, hook, server
+    from sessionvault.cli import accounts, clients, deploy, hook, server
 
     p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -21,6 +21,7 @@ def parser() -> argparse.ArgumentParser:
     accounts.add_parsers(sub)
     clients.add_parsers(sub)
     hook.add_parsers(sub)
+    deploy.add_parsers(sub)
     return p
 
 

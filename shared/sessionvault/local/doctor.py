@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local import command, hooks, rpc
+from sessionvault.local import command, hooks, rpc, target
 from sessionvault.local.connect import files, registry
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
 
@@ -71,15 +71,28 @@ def check_server(url: str, timeout: float = TIMEOUT_S) -> Check:
 
 
 def check_key(
-    url: str, env: Mapping[str, str], *, reachable: bool, timeout: float = TIMEOUT_S
+    url: str,
+    env: Mapping[str, str],
+    *,
+    reachable: bool,
+    timeout: float = TIMEOUT_S,
+    saved: tuple[str, str] = ("", ""),
 ) -> list[Check]:
+    """`saved`: the deployed stack's key and its file, used when $SESSIONVAULT_API_KEY is unset."""
     key = env.get(KEY_ENV, "").strip()
-    if not key:
+    new_key = "sessionvault key create --label laptop"
+    if key:
+        out = [Check(True, f"{KEY_ENV} is set ({key[:12]}...)")]
+    elif saved[0]:
+        key, new_key = saved[0], "sessionvault deploy --new-key"
+        out = [
+            Check(True, f"API key from {saved[1]} ({key[:12]}...)"),
+            Check(None, f'clients that read ${KEY_ENV} need: export {KEY_ENV}="$(cat {saved[1]})"'),
+        ]
+    else:
         return [Check(False, f"{KEY_ENV} is not set", f"export {KEY_ENV}=sv_live_...")]
-    out = [Check(True, f"{KEY_ENV} is set ({key[:12]}...)")]
     if not reachable:
         return out  # nothing to check it against
-    new_key = "sessionvault key create --label laptop"
     body = rpc.rpc_body("tools/list")
     try:
         reply = rpc.within(
@@ -214,7 +227,8 @@ def run_checks(
     url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
 ) -> list[Check]:
     server = check_server(url, timeout)
-    out = [server, *check_key(url, env, reachable=server.ok is True, timeout=timeout)]
+    saved = target.default_key({}, target.state_folder(env, home), url)  # the deployment's key file
+    out = [server, *check_key(url, env, reachable=server.ok is True, timeout=timeout, saved=saved)]
     client_checks, configured = check_clients(url, home=home, cwd=cwd)
     return out + client_checks + check_hooks(configured, home=home, cwd=cwd)
 
@@ -230,9 +244,10 @@ def run(
 ) -> int:
     """Print every check; 0 when none failed, 1 otherwise."""
     env = os.environ if env is None else env
-    url = url or env.get(URL_ENV) or DEFAULT_URL
+    home = home or Path.home()
+    url = url or target.default_url(env, target.state_folder(env, home))
     out = out or sys.stdout
-    checks = run_checks(url, env=env, home=home or Path.home(), cwd=cwd or Path.cwd(), timeout=timeout)
+    checks = run_checks(url, env=env, home=home, cwd=cwd or Path.cwd(), timeout=timeout)
     print(f"SessionVault doctor: {url}", file=out)
     for check in checks:
         print("\n".join(check.lines()), file=out)

@@ -1,9 +1,14 @@
 """Which database a command on this machine talks to: DATABASE_URL when it is set, else the
 embedded default (started on demand). Settings come from `Settings.from_env` either way; the
-embedded database only supplies its URLs, the master-key file and the audit salt."""
+embedded database only supplies its URLs, the master-key file and the audit salt.
+
+And which server the laptop-side commands (`connect`, `doctor`) talk to: `--url`, else
+$SESSIONVAULT_URL, else the stack `sessionvault deploy` saved here, else the local server; the
+key likewise: `--key`, else $SESSIONVAULT_API_KEY, else the deployment's 0600 key file."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -12,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sessionvault.errors import ConfigError
+from sessionvault.names import DEFAULT_URL, HOME_ENV, KEY_ENV, URL_ENV
 from sessionvault.settings import Settings, default_home
 
 if TYPE_CHECKING:
@@ -86,3 +92,83 @@ def ensure_user(rt: Runtime, name: str, label: str) -> str | None:
     except AccountError:
         user_id = identity.create_user(rt.db, rt.keys.provider, name)
     return identity.create_key(rt.db, user_id, label, ("read", "write", "delete"))[0]
+
+
+# ---------------------------------------------------------------- the deployed server
+
+DEPLOYMENT_FILE = "deployment.json"  # URL, stack, region: no secret
+DEPLOYMENT_KEY_FILE = "deployment.key"  # the first API key, 0600 like master.key
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The stack `sessionvault deploy` last deployed from this machine."""
+
+    url: str
+    stack: str
+    region: str
+    admin_function: str = ""
+    user: str = ""
+
+
+def state_folder(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """`default_home()` for a given environment and home folder (so tests can pass both)."""
+    if env is None and home is None:
+        return default_home()
+    env = os.environ if env is None else env
+    return Path(env.get(HOME_ENV) or (home or Path.home()) / ".sessionvault").expanduser()
+
+
+def saved_deployment(state: Path) -> Deployment | None:
+    try:
+        data = json.loads((state / DEPLOYMENT_FILE).read_text())
+        return Deployment(**{k: str(data[k]) for k in Deployment.__dataclass_fields__ if k in data})
+    except (OSError, ValueError, TypeError):
+        return None  # none saved (or unreadable): the local defaults apply
+
+
+def deployed_key(state: Path) -> str:
+    try:
+        return (state / DEPLOYMENT_KEY_FILE).read_text().strip()
+    except OSError:
+        return ""
+
+
+def save_deployment(state: Path, deployment: Deployment, key: str | None) -> None:
+    """Write the deployment, and the key when a new one was made (None keeps the saved key)."""
+    _write(state / DEPLOYMENT_FILE, json.dumps(deployment.__dict__, indent=2) + "\n", 0o644)
+    if key is not None:
+        _write(state / DEPLOYMENT_KEY_FILE, key + "\n", 0o600)
+
+
+def _write(path: Path, text: str, mode: int) -> None:
+    """Whole or not at all, and never readable by others for a moment: written aside with its
+    mode set before any byte, then renamed over the old file."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    aside.unlink(missing_ok=True)  # a leftover keeps its own mode: never reuse it
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(aside, path)
+
+
+def default_url(env: Mapping[str, str], state: Path) -> str:
+    """$SESSIONVAULT_URL, else the saved deployment's URL, else the local server's."""
+    deployment = saved_deployment(state)
+    return env.get(URL_ENV) or (deployment.url if deployment else "") or DEFAULT_URL
+
+
+def default_key(env: Mapping[str, str], state: Path, url: str) -> tuple[str, str]:
+    """The API key and where it came from: $SESSIONVAULT_API_KEY, else the deployment's key
+    file, but only for the deployment's own URL (a key never goes to a server it was not made
+    for), else ("", "")."""
+    key = env.get(KEY_ENV, "").strip()
+    if key:
+        return key, KEY_ENV
+    deployment = saved_deployment(state)
+    if deployment is not None and deployment.url.rstrip("/") == url.strip().rstrip("/"):
+        key = deployed_key(state)
+        if key:
+            return key, str(state / DEPLOYMENT_KEY_FILE)
+    return "", ""

@@ -24,14 +24,26 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def test_cli_defaults() -> None:
     args = _parse(["connect", "cursor"])
+    # --url None: decided when the command runs ($SESSIONVAULT_URL, a deployed stack, else URL)
     assert (args.client, args.url, args.key, args.apply, args.use_env) == (
         "cursor",
-        URL,
+        None,
         None,
         False,
         True,
     )
     assert not _parse(["connect", "cursor", "--no-env"]).use_env
+
+
+def test_cli_url_is_the_local_server_without_env_or_a_deployed_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SESSIONVAULT_HOME", str(tmp_path))  # no deployment saved there
+    monkeypatch.delenv("SESSIONVAULT_URL", raising=False)
+    monkeypatch.delenv("SESSIONVAULT_API_KEY", raising=False)
+    args = _parse(["connect", "windsurf"])
+    assert args.func(args) == 0
+    assert capsys.readouterr().out == render("windsurf", URL, None, use_env=True)
 
 
 def test_cli_rejects_unknown_client() -> None:

@@ -1,0 +1,451 @@
+"""`sessionvault deploy`: from AWS credentials and a database to a running stack, its first API
+key saved on this machine, and the "connect your clients" block.
+
+Every step is an ordinary command (`aws`, `sam`) run from the repository root, printed before
+it runs; `--dry-run` runs only the look-ups that change nothing and prints the rest. No secret is
+ever on a command line: the database owner's connection goes in as a secret's name, the admin
+request is a 0600 file in a private temporary folder, and the key comes back in a file there
+that is read once and deleted with the folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from sessionvault.errors import DeployFailed
+from sessionvault.local import target
+from sessionvault.local.doctor import Check
+from sessionvault.local.rpc import require_safe_url
+from sessionvault.names import KEY_ENV, LOCAL_USER
+
+STACK = "sessionvault"
+TEMPLATE = "template.yaml"
+SAMCONFIG = "samconfig.toml"  # where `sam deploy --guided` saves its answers
+# The template makes IAM roles without names, and uses no macro but the SAM transform (which a
+# change set expands by itself): CAPABILITY_IAM is all it needs. tests/unit/local/test_deploy.py
+# derives the set from template.yaml, so a named role or a nested application is caught.
+CAPABILITIES = ("CAPABILITY_IAM",)
+KEY_SCOPES = "read,write,delete"  # the same scopes as `make dev`'s key
+KEY_LABEL = "sessionvault deploy"
+USER_EXISTS = "already exists"  # the end of the admin function's answer to a second create_user
+RUNTIME = "python3.12"  # sam build's pip workflow runs the functions' runtime on this machine
+TAIL_LINES = 15  # stderr lines quoted when a step fails
+LOOKUP_TIMEOUT_S = 120
+NEEDED_OUTPUTS = ("McpUrl", "AdminFunctionName")
+
+# flag -> template parameter; a flag not given is not passed (first deploy: the template's
+# default; later: the stack's previous value)
+PARAMETERS = {
+    "owner_secret": "OwnerSecret",
+    "pooled_host": "PooledHost",
+    "subnets": "SubnetIds",
+    "security_groups": "SecurityGroupIds",
+    "embeddings": "Embeddings",
+    "openai_key_secret": "OpenAiKeySecretName",
+    "alarm_email": "AlarmEmail",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    stack_name: str | None = None  # None: the saved config's, else "sessionvault"
+    region: str | None = None  # None: the saved config's, else the AWS CLI's
+    owner_secret: str | None = None
+    pooled_host: str | None = None
+    create_database: bool = False
+    subnets: str | None = None
+    security_groups: str | None = None
+    embeddings: str | None = None
+    openai_key_secret: str | None = None
+    alarm_email: str | None = None
+    user: str = LOCAL_USER
+    guided: bool = False
+    new_key: bool = False
+    dry_run: bool = False
+
+
+# ---------------------------------------------------------------- parameters and commands
+
+
+def overrides(o: Options) -> dict[str, str]:
+    values = {param: getattr(o, attr) for attr, param in PARAMETERS.items()}
+    if o.create_database:
+        values["CreateDatabase"] = "true"
+    return {k: str(v) for k, v in values.items() if v is not None}
+
+
+def _quoted(value: str) -> str:
+    """SAM's Key=Value syntax: an empty value, or one with spaces or quotes, goes in quotes."""
+    if value and not any(c.isspace() or c in "\"'" for c in value):
+        return value
+    return '"' + value.replace('"', '\\"') + '"'
+
+
+def validate(o: Options, *, first: bool) -> None:
+    """Refuse a combination the stack would refuse, before anything runs."""
+    if o.create_database and not (o.subnets and o.security_groups):
+        raise DeployFailed(
+            "--create-database needs --subnets and --security-groups (private subnets in two "
+            "availability zones, and a security group that allows 5432 from itself)"
+        )
+    if o.create_database and o.owner_secret:
+        raise DeployFailed("--create-database makes its own owner: leave out --owner-secret")
+    if first and not (o.owner_secret or o.create_database):
+        raise DeployFailed(
+            "the first deploy needs --owner-secret NAME_OR_ARN (a Secrets Manager secret holding "
+            "the database owner's URL), or --create-database with --subnets and --security-groups"
+        )
+    if first and o.embeddings == "openai" and not o.openai_key_secret:
+        raise DeployFailed("--embeddings openai needs --openai-key-secret NAME (the OpenAI key's secret)")
+
+
+def sam_deploy_argv(
+    sam: str, stack: str, region: str, values: Mapping[str, str], *, guided: bool, saved: Mapping[str, Any]
+) -> list[str]:
+    argv = [sam, "deploy", *(["--guided"] if guided else [])]
+    argv += ["--stack-name", stack, "--region", region, "--capabilities", *CAPABILITIES]
+    if "s3_bucket" not in saved:  # a config that names its own bucket cannot also --resolve-s3
+        argv.append("--resolve-s3")
+    argv.append("--no-fail-on-empty-changeset")
+    if values:  # none given: the saved config's (or, on an update, the stack's previous values)
+        argv += ["--parameter-overrides", *(f"{k}={_quoted(v)}" for k, v in values.items())]
+    return argv
+
+
+def saved_config(root: Path) -> dict[str, Any]:
+    """The `deploy` section of samconfig.toml ({} when there is none)."""
+    path = root / SAMCONFIG
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DeployFailed(f"{path} does not parse ({exc}): fix it, or move it away and run again") from None
+    section = data.get("default", {}).get("deploy", {}).get("parameters", {})
+    return section if isinstance(section, dict) else {}
+
+
+# ---------------------------------------------------------------- running commands
+
+
+def _failed(argv: Sequence[str], code: int, tail: Sequence[str]) -> DeployFailed:
+    quoted = "\n".join(f"  | {line}" for line in list(tail)[-TAIL_LINES:]) or "  (no error output)"
+    return DeployFailed(
+        f"`{shlex.join(argv)}` failed with exit code {code}; the end of its error output:\n{quoted}"
+    )
+
+
+@dataclass
+class Shell:
+    root: Path
+    env: dict[str, str]
+    out: TextIO
+    dry_run: bool
+
+    def show(self, argv: Sequence[str]) -> None:
+        print(f"\n$ {shlex.join(argv)}", file=self.out, flush=True)
+
+    def look(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
+        """Run a command that changes nothing (in a dry run too); None when it is not installed."""
+        try:
+            return subprocess.run(
+                list(argv),
+                cwd=self.root,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                timeout=LOOKUP_TIMEOUT_S,
+            )
+        except (FileNotFoundError, PermissionError):
+            return None
+        except subprocess.TimeoutExpired:
+            raise DeployFailed(f"`{shlex.join(argv)}` did not answer within {LOOKUP_TIMEOUT_S} s") from None
+
+    def read(self, argv: Sequence[str]) -> str:
+        """Print, run and return the stdout of a command that must succeed."""
+        self.show(argv)
+        done = self.look(argv)
+        if done is None:
+            raise DeployFailed(f"{argv[0]}: not found")
+        if done.returncode:
+            raise _failed(argv, done.returncode, done.stderr.splitlines())
+        return done.stdout
+
+    def step(self, argv: Sequence[str]) -> None:
+        """Print, then (unless a dry run) run a command that changes something, on this terminal:
+        sam's prompts and progress show as they come, and its stderr is kept for the error."""
+        self.show(argv)
+        if self.dry_run:
+            return
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=self.root, env=self.env, stderr=subprocess.PIPE, text=True, errors="replace"
+            )
+        except FileNotFoundError:
+            raise DeployFailed(f"{argv[0]}: not found") from None
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            tail.append(line.rstrip("\n"))
+        code = proc.wait()
+        if code:
+            raise _failed(argv, code, tail)
+
+
+# ---------------------------------------------------------------- prerequisites
+
+
+@dataclass(frozen=True)
+class Tools:
+    sam: str
+    region: str
+    env: dict[str, str]  # PATH with a working python3.12 in front when it came from pyenv
+
+
+def check_root(root: Path) -> Check:
+    if (root / TEMPLATE).is_file() and (root / "functions").is_dir():
+        return Check(True, f"repository root: {root}")
+    return Check(
+        False, f"{root} is not the SessionVault repository root (no {TEMPLATE})", "cd <the repository>"
+    )
+
+
+def check_identity(shell: Shell) -> Check:
+    argv = ["aws", "sts", "get-caller-identity", "--output", "json"]
+    done = shell.look(argv)
+    if done is None:
+        return Check(
+            False,
+            "the AWS CLI is not installed (aws not on PATH)",
+            "install AWS CLI v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
+        )
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
+        return Check(
+            False,
+            f"no working AWS credentials ({shlex.join(argv)}: {last})",
+            "aws configure, or aws sso login",
+        )
+    who = json.loads(done.stdout or "{}")
+    return Check(True, f"AWS identity: {who.get('Arn', '?')} (account {who.get('Account', '?')})")
+
+
+def check_region(o: Options, saved: Mapping[str, Any], shell: Shell) -> tuple[Check, str]:
+    env = shell.env
+    region = o.region or saved.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if not region:
+        done = shell.look(["aws", "configure", "get", "region"])
+        region = done.stdout.strip() if done is not None and done.returncode == 0 else ""
+    if not region:
+        return Check(
+            False, "no AWS region chosen", "pass --region eu-west-1, or aws configure set region eu-west-1"
+        ), ""
+    return Check(True, f"region: {region}"), str(region)
+
+
+def check_sam(shell: Shell) -> tuple[Check, str]:
+    """`sam` on PATH, else the one `make test` installs into .venv-sam."""
+    bundled = shell.root / ".venv-sam" / "bin" / "sam"
+    sam = shutil.which("sam", path=shell.env.get("PATH")) or (str(bundled) if bundled.exists() else "")
+    done = shell.look([sam, "--version"]) if sam else None
+    if done is None or done.returncode:
+        fix = "pip install aws-sam-cli, or make .venv-sam/.installed-stamp (then .venv-sam/bin/sam is used)"
+        return Check(False, "the SAM CLI is not installed (sam not on PATH, no .venv-sam/bin/sam)", fix), ""
+    return Check(True, f"{done.stdout.strip() or 'SAM CLI'} ({sam})"), sam
+
+
+def _runs(python: str, shell: Shell) -> bool:
+    done = shell.look([python, "--version"])
+    return done is not None and done.returncode == 0
+
+
+def check_python(shell: Shell) -> tuple[Check, dict[str, str]]:
+    """python3.12 on PATH if it runs, else a pyenv install of 3.12 put first on PATH for sam
+    (a pyenv shim of a version that is not selected is on PATH but does not run)."""
+    if _runs(RUNTIME, shell):
+        return Check(True, f"{RUNTIME} on PATH"), shell.env
+    pyenv = Path(shell.env.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    for found in sorted(pyenv.glob(f"versions/3.12.*/bin/{RUNTIME}"), reverse=True):
+        if _runs(str(found), shell):
+            env = {**shell.env, "PATH": os.pathsep.join([str(found.parent), shell.env.get("PATH", "")])}
+            return Check(True, f"{RUNTIME} from pyenv: {found}"), env
+    fix = "install Python 3.12 (e.g. pyenv install 3.12), or sam build --use-container by hand"
+    return Check(False, f"{RUNTIME} does not run here: sam build's pip workflow needs it", fix), shell.env
+
+
+def check_make(shell: Shell) -> Check:
+    if shutil.which("make", path=shell.env.get("PATH")):
+        return Check(True, "make (it builds the shared-code layer)")
+    return Check(False, "make is not installed: sam build runs shared/Makefile", "install make")
+
+
+def prerequisites(o: Options, saved: Mapping[str, Any], shell: Shell) -> Tools:
+    """Every check, one line each with its fix; stop when any failed."""
+    root = check_root(shell.root)
+    identity = check_identity(shell)
+    region_check, region = check_region(o, saved, shell) if identity.ok else (None, "")
+    sam_check, sam = check_sam(shell)
+    python_check, env = check_python(shell)
+    checks = [root, identity, region_check, sam_check, python_check, check_make(shell)]
+    print("Prerequisites:", file=shell.out)
+    for check in checks:
+        if check is not None:
+            print("\n".join("  " + line for line in check.lines()), file=shell.out)
+    if any(check is not None and check.ok is False for check in checks):
+        raise DeployFailed("prerequisites missing: fix the lines marked ✗ above, then run again")
+    return Tools(sam, region, env)
+
+
+# ---------------------------------------------------------------- the stack and the first key
+
+
+def stack_outputs(shell: Shell, stack: str, region: str) -> dict[str, str]:
+    argv = ["aws", "cloudformation", "describe-stacks", "--stack-name", stack, "--region", region]
+    argv += ["--output", "json"]
+    if shell.dry_run:
+        shell.show(argv)
+        return {name: f"<{name}>" for name in NEEDED_OUTPUTS}
+    stacks = json.loads(shell.read(argv) or "{}").get("Stacks") or [{}]
+    found = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    missing = [name for name in NEEDED_OUTPUTS if name not in found]
+    if missing:
+        raise DeployFailed(f"stack {stack} has no output {', '.join(missing)}: is it a SessionVault stack?")
+    require_safe_url(found["McpUrl"])  # the key will be sent there
+    return found
+
+
+def invoke_admin(
+    shell: Shell, function: str, region: str, payload: dict[str, str], tmp: Path
+) -> dict[str, Any]:
+    """One admin action through `aws lambda invoke`: the request in a 0600 file, the answer
+    (which may hold a key) read from a file in the same private folder and deleted at once."""
+    request, response = tmp / "request.json", tmp / "response.json"
+    argv = ["aws", "lambda", "invoke", "--function-name", function, "--region", region]
+    argv += ["--payload", f"fileb://{request}", "--output", "json", str(response)]
+    shell.show(argv)
+    print(f"  ({request.name}: {json.dumps(payload)})", file=shell.out)
+    if shell.dry_run:
+        return {}
+    fd = os.open(request, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f)
+    try:
+        done = shell.look(argv)
+        if done is None:
+            raise DeployFailed("aws: not found")
+        if done.returncode:
+            raise _failed(argv, done.returncode, done.stderr.splitlines())
+        answer: dict[str, Any] = json.loads(response.read_bytes() or b"{}")
+    finally:
+        response.unlink(missing_ok=True)
+    if json.loads(done.stdout or "{}").get("FunctionError"):
+        raise DeployFailed(
+            f"the admin function failed ({answer.get('errorType', 'error')}: "
+            f"{answer.get('errorMessage', '')}); its log: aws logs tail /aws/lambda/{function} --since 10m"
+        )
+    return answer
+
+
+def first_key(shell: Shell, function: str, region: str, user: str) -> str | None:
+    """Create the user unless it exists, then a key for it (None in a dry run)."""
+    with tempfile.TemporaryDirectory(prefix="sessionvault-deploy-") as folder:  # mode 0700
+        tmp = Path(folder)
+        made = invoke_admin(shell, function, region, {"action": "create_user", "name": user}, tmp)
+        if made and not made.get("ok") and not str(made.get("error", "")).endswith(USER_EXISTS):
+            raise DeployFailed(f"creating the user {user!r} failed: {made.get('error')}")
+        ask = {"action": "create_key", "user": user, "label": KEY_LABEL, "scopes": KEY_SCOPES}
+        answer = invoke_admin(shell, function, region, ask, tmp)
+    if shell.dry_run:
+        return None
+    if not answer.get("ok") or not answer.get("key"):
+        raise DeployFailed(
+            f"creating a key for {user!r} failed: {answer.get('error', 'no key in the answer')}"
+        )
+    return str(answer["key"])
+
+
+def _keeps_key(o: Options, state: Path, url: str) -> bool:
+    """A re-deploy of the same stack keeps the key saved for it: no new key on every update."""
+    saved = target.saved_deployment(state)
+    fresh = o.new_key or saved is None or saved.url != url or saved.user != o.user
+    return not fresh and bool(target.deployed_key(state))
+
+
+# ---------------------------------------------------------------- the whole flow
+
+
+def run(
+    o: Options, *, root: Path | None = None, env: Mapping[str, str] | None = None, out: TextIO | None = None
+) -> int:
+    root = (root or Path.cwd()).resolve()
+    shell = Shell(root, dict(os.environ if env is None else env), out or sys.stdout, o.dry_run)
+    state = target.state_folder(shell.env)
+    first = not (root / SAMCONFIG).exists()
+    validate(o, first=first)
+    if o.dry_run:
+        print("Dry run: look-ups run, nothing is changed; the commands are printed.\n", file=shell.out)
+    saved = saved_config(root)
+    tools = prerequisites(o, saved, shell)
+    shell.env = tools.env
+    stack = o.stack_name or saved.get("stack_name") or STACK
+    guided = o.guided or first
+    shell.step([tools.sam, "build"])
+    shell.step(sam_deploy_argv(tools.sam, stack, tools.region, overrides(o), guided=guided, saved=saved))
+    if guided and not o.dry_run:  # the prompts may have changed the stack name or region
+        answered = saved_config(root)
+        stack, region = answered.get("stack_name") or stack, answered.get("region") or tools.region
+    else:
+        region = tools.region
+    outputs = stack_outputs(shell, stack, region)
+    url, function = outputs["McpUrl"], outputs["AdminFunctionName"]
+    kept = not o.dry_run and _keeps_key(o, state, url)
+    key = None if kept else first_key(shell, function, region, o.user)
+    deployment = target.Deployment(url, stack, region, function, o.user)
+    if o.dry_run:
+        print(
+            f"\nwould save {state / target.DEPLOYMENT_FILE} and {target.DEPLOYMENT_KEY_FILE} (0600)",
+            file=shell.out,
+        )
+        return 0
+    target.save_deployment(state, deployment, key)
+    report(shell.out, deployment, state, kept=kept)
+    return 0
+
+
+def report(out: TextIO, d: target.Deployment, state: Path, *, kept: bool) -> None:
+    from sessionvault.local.connect.registry import quickstart
+
+    key_file = state / target.DEPLOYMENT_KEY_FILE
+    said = "kept the API key saved" if kept else "a new API key (not shown here) is saved"
+    lines = [
+        f"\nSessionVault is deployed: {d.url}  (stack {d.stack}, {d.region})",
+        f"User {d.user!r}: {said} in {key_file} (mode 0600){'; a new one: --new-key' if kept else ''}.",
+        "`sessionvault connect <client>` and `sessionvault doctor` now default to this URL and key.",
+        "",
+        "Clients that read the key from the environment need it exported where they start:",
+        f'  export {KEY_ENV}="$(cat {key_file})"',
+        "",
+        quickstart(d.url, None),
+        "",
+        "Next: sessionvault connect claude-code --apply && sessionvault doctor",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+def options(**given: Any) -> Options:
+    """Options from the CLI's namespace (unknown names are ignored)."""
+    return replace(Options(), **{k: v for k, v in given.items() if k in Options.__dataclass_fields__})
