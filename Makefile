@@ -27,8 +27,9 @@ $(SAM_STAMP):
 install: $(STAMP)
 
 # Debian packages the tests use: PgBouncer (the transaction-mode pooler Neon and RDS Proxy
-# stand for). CI runs as root on a fresh machine; elsewhere this asks sudo.
-DEBS := pgbouncer
+# stand for) and Chromium (the browser tier drives the consent page; Playwright never downloads
+# one). CI runs as root on a fresh machine; elsewhere this asks sudo.
+DEBS := pgbouncer chromium
 system-packages:
 	@missing=""; for p in $(DEBS); do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -45,7 +46,7 @@ test: $(STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
+	SESSIONVAULT_REQUIRE_BROWSER=1 SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .
@@ -67,7 +68,8 @@ fuzz: $(STAMP)
 
 # The real-client tier (tests/clients/): Claude Code, Gemini CLI, Codex, OpenCode and Qwen Code from npm at pinned versions,
 # installed into .venv/clients-npm/ (ignored, kept between runs), against a real server under a
-# throw-away HOME. No model, no API key. Needs node and npm.
+# throw-away HOME. No model, no API key: headless runs talk to a local recorder that proves the
+# session-start hook's text reaches the model request. Needs node and npm.
 CLIENTS_NPM  := $(VENV)/clients-npm
 CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0 opencode-ai@1.18.33 @qwen-code/qwen-code@0.24.4
 .PHONY: clients-test

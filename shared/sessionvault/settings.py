@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sessionvault.core import oauth
 from sessionvault.errors import ConfigError
 from sessionvault.names import HOME_ENV
 
@@ -86,6 +87,9 @@ class Settings:
     auth_failures_per_minute: int = 30
     max_body_bytes: int = 1_048_576
     allowed_hosts: tuple[str, ...] = field(default=("127.0.0.1:*", "localhost:*", "[::1]:*"))
+    # The OAuth issuer; the resource is <public_url>/mcp. "": the request's Host (checked).
+    public_url: str = ""
+    oauth_registrations_per_hour: int = 100  # dynamic client registrations, server-wide
 
     @classmethod
     def from_env(
@@ -115,6 +119,8 @@ class Settings:
             "max_sessions_per_user": _int(env, "SESSIONVAULT_MAX_SESSIONS", 1000),
             "max_bytes_per_user": _int(env, "SESSIONVAULT_MAX_BYTES", 50 * 1024 * 1024),
             "auth_failures_per_minute": _int(env, "SESSIONVAULT_AUTH_FAILURES_PER_MINUTE", 30),
+            "public_url": env.get("SESSIONVAULT_PUBLIC_URL", "").strip().rstrip("/"),
+            "oauth_registrations_per_hour": _int(env, "SESSIONVAULT_OAUTH_REGISTRATIONS_PER_HOUR", 100),
         }
         if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
             values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])
@@ -149,6 +155,8 @@ class Settings:
             found["openai_api_key"] = (
                 "OPENAI_API_KEY is missing or a placeholder (needed for openai embeddings)"
             )
+        if self.public_url and (problem := oauth.public_url_problem(self.public_url)):
+            found["public_url"] = f"SESSIONVAULT_PUBLIC_URL {problem}"
         return found
 
     def check(self) -> None:

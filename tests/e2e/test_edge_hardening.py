@@ -325,3 +325,32 @@ def test_serve_runs_the_upkeep_and_ignores_forwarded_addresses(pg, monkeypatch):
     assert seen["proxy_headers"] is False  # X-Forwarded-For cannot pick the address failures count by
     assert "sessionvault-upkeep" in seen["threads"]
     assert "sessionvault-upkeep" not in {t.name for t in threading.enumerate()}  # stopped with the server
+
+
+# --- OAuth (issue #11): the same edge, the same 401 -------------------------------------------
+
+
+def test_oauth_endpoints_with_a_foreign_host_are_421s_and_write_nothing(edge, pg, http):
+    base = edge.url.removesuffix("/mcp")
+    before = table_rows(pg)
+    foreign = {"Host": f"attacker.example:{edge.port}"}
+    replies = [
+        http.post(f"{base}/register", json={"redirect_uris": ["http://127.0.0.1:1/cb"]}, headers=foreign),
+        http.get(f"{base}/authorize", params={"client_id": "x"}, headers=foreign),
+        http.get(f"{base}/consent", params={"request": "x"}, headers=foreign),
+        http.get(f"{base}/.well-known/oauth-authorization-server", headers=foreign),
+    ]
+    assert [r.status_code for r in replies] == [421] * 4
+    assert grown(before, table_rows(pg)) == {}
+
+
+def test_an_unknown_access_token_gets_the_same_401_as_an_unknown_key(edge, http):
+    metadata = edge.url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
+    replies = [
+        post(http, edge.url, key=unknown_key()),
+        post(http, edge.url, key="sv_at_" + secrets.token_urlsafe(32)),
+        post(http, edge.url, key="sv_rt_" + secrets.token_urlsafe(32)),  # a refresh token is no bearer
+        post(http, edge.url),
+    ]
+    shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in replies}
+    assert shapes == {(401, b'{"error": "unauthorized"}', f'Bearer resource_metadata="{metadata}"')}

@@ -162,7 +162,8 @@ def test_every_auth_failure_is_byte_identical(server, runtime, pg, capfd):
         ),
     ]
     shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in responses}
-    assert shapes == {(401, b'{"error": "unauthorized"}', "Bearer")}
+    metadata = server.url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
+    assert shapes == {(401, b'{"error": "unauthorized"}', f'Bearer resource_metadata="{metadata}"')}
     # The reason stays server-side: in the log line (and a counter), never one stored row each.
     lines, deadline = {}, time.monotonic() + 5
     while len(lines) < 5 and time.monotonic() < deadline:  # written just after each answer

@@ -39,6 +39,7 @@ NOT_IN_VERSION_DESCRIPTION = {
     "OpenAiKeySecretName",
     "SubnetIds",
     "SecurityGroupIds",
+    "PublicUrl",
 }
 # Function properties that are not part of a published version's configuration.
 NOT_VERSION_CONFIG = {
@@ -314,11 +315,12 @@ def test_sam_wires_the_api_to_the_alias_and_snapstart_to_the_parameter(template,
     # API Gateway invokes the alias on every route, and may invoke nothing else.
     paths = out["HttpApi"]["Properties"]["Body"]["paths"]
     uris = [op["x-amazon-apigateway-integration"]["uri"] for ops in paths.values() for op in ops.values()]
-    assert len(uris) == 4
+    routes = len(template["Resources"][MCP]["Properties"]["Events"])
+    assert len(uris) == routes
     assert all(f"${{{alias_id}}}/invocations" in json.dumps(uri) for uri in uris), uris
     permissions = of_type(out, "AWS::Lambda::Permission")
     from_api = [p for p in permissions.values() if p["Properties"]["Principal"] == "apigateway.amazonaws.com"]
-    assert len(from_api) == 4 and all(ref(p["Properties"]["FunctionName"]) == alias_id for p in from_api)
+    assert len(from_api) == routes and all(ref(p["Properties"]["FunctionName"]) == alias_id for p in from_api)
     # SnapStart applies to the MCP function's published versions exactly when the parameter is On.
     functions = of_type(out, "AWS::Lambda::Function")
     apply_on = evaluate(functions[MCP]["Properties"]["SnapStart"]["ApplyOn"], template, params)

@@ -489,7 +489,16 @@ def test_http_api_routes(template):
         assert ref(props["ApiId"]) == "HttpApi"
         assert props["PayloadFormatVersion"] == "2.0"
         routes.add((props["Method"].upper(), props["Path"]))
-    assert routes == {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/health")}
+    from sessionvault.core import oauth as rules
+    from sessionvault.server.oauth import ENDPOINTS
+
+    # Every path the app answers reaches it: a route missing here is a 404 from API Gateway.
+    served = {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/health")}
+    served |= {(method, path) for path, (methods, _, _) in ENDPOINTS.items() for method in methods}
+    served |= {("GET", rules.CONSENT_PATH), ("POST", rules.CONSENT_PATH)}
+    served |= {("GET", rules.PROTECTED_RESOURCE_PATH), ("GET", rules.PROTECTED_RESOURCE_PATH + "/mcp")}
+    served.add(("GET", rules.AUTHORIZATION_SERVER_PATH))
+    assert routes == served
     timeout = fn_props(template, "McpFunction")["Timeout"]
     assert timeout < 30, "API Gateway gives up after 30 s"
 

@@ -130,3 +130,29 @@ def test_a_connection_that_died_while_idle_is_replaced_and_the_request_succeeds(
             "tools/call", {"name": call, "arguments": {"name": "none"} if call == "load_session" else {}}
         )
         assert reply.status_code == 200 and not reply.json()["result"].get("isError"), reply.text
+
+
+def test_an_oauth_token_costs_the_same_round_trips_as_an_api_key(served):
+    """The access token is checked inside the same admission statement as a key (0005)."""
+    from dataclasses import replace
+
+    from ..support import oauth as flow
+
+    with httpx2.Client(timeout=30) as http:
+        _, tokens = flow.grant(http, flow.base_of(served.server.url), served.key)
+    by_token = replace(served, key=tokens["access_token"])
+    by_token.post("tools/list")
+    served.tool("save_session", name="rt-oauth", summary="s")
+    for who in (served, by_token):  # warm both paths alike
+        who.tool("load_session", name="rt-oauth")
+    by_key = {
+        "tools/list": served.flights("tools/list"),
+        "load": served.tool("load_session", name="rt-oauth"),
+        "save": served.tool("save_session", name="rt-oauth-2", summary="s"),
+    }
+    with_token = {
+        "tools/list": by_token.flights("tools/list"),
+        "load": by_token.tool("load_session", name="rt-oauth"),
+        "save": by_token.tool("save_session", name="rt-oauth-3", summary="s"),
+    }
+    assert with_token == by_key, (with_token, by_key)

@@ -64,7 +64,10 @@ def test_auth_failures_body_cap_and_malformed_json(functions):
     missing = invoke(mcp, rpc("tools/list"))
     assert unknown["statusCode"] == missing["statusCode"] == 401
     assert unknown["body"] == missing["body"]
-    assert unknown["headers"]["www-authenticate"] == "Bearer"
+    challenge = unknown["headers"]["www-authenticate"]
+    assert challenge == missing["headers"]["www-authenticate"]
+    assert challenge.startswith('Bearer resource_metadata="https://')
+    assert challenge.endswith('/.well-known/oauth-protected-resource/mcp"')
     assert invoke(mcp, b"x" * 1_048_577, key=key)["statusCode"] == 413
     assert invoke(mcp, "{oops", key=key)["statusCode"] == 400
     assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200  # still healthy after all that

@@ -37,6 +37,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--embeddings", choices=["none", "openai"], help="semantic search embeddings")
     p.add_argument("--openai-key-secret", help="name of the secret holding the OpenAI key")
     p.add_argument("--alarm-email", help="e-mail for the alarms")
+    p.add_argument("--public-url", help="https://host of a custom domain in front of the API (OAuth issuer)")
     p.add_argument("--user", default=LOCAL_USER, help="the first user's name (default: %(default)s)")
     p.add_argument("--guided", action="store_true", help="ask sam deploy's questions again")
     p.add_argument("--new-key", action="store_true", help="make a new API key even if one is saved")

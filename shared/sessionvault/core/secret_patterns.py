@@ -62,6 +62,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"\b(?:GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[0-9A-Za-z_-]{20,}|1//0[0-9A-Za-z_-]{30,})"),
     ),
     ("sessionvault_key", re.compile(r"\bsv_live_[A-Za-z0-9_-]{16,}")),
+    ("sessionvault_token", re.compile(r"\bsv_(?:at|rt)_[A-Za-z0-9_-]{16,}")),  # OAuth (core/oauth.py)
     (
         # scheme://user:password@host -- only the password goes. The user part has no "/",
         # so "https://host:443/@scope/pkg" is a plain URL.

@@ -1,10 +1,13 @@
-"""Admission: one statement (one round trip) that looks up the API key, sets the tenant,
-applies the rate limit of the request's budget and writes the request's audit row.
+"""Admission: one statement (one round trip) that looks up the API key or OAuth access token,
+sets the tenant, applies the rate limit of the request's budget and writes the request's audit
+row.
 
-`sessionvault_admit` (migrations 0002, 0003) does it all inside Postgres, as the serving role
-and under RLS; the key itself is read through `sessionvault_key`, the one door the serving
-role has into the identity plane. A refused key is counted per minute (`auth_failures`), not
-stored as a row; a rate-limited call is audited. The caller only maps the answer."""
+`sessionvault_admit` (migrations 0002, 0003, 0005) does it all inside Postgres, as the serving
+role and under RLS; the key (or token: both arrive as a SHA-256) is read through
+`sessionvault_key`, the one door the serving role has into the identity plane. A token must be
+bound to `resource`, this server's MCP URL. A refused key is counted per minute
+(`auth_failures`), not stored as a row; a rate-limited call is audited. The caller only maps
+the answer."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from sessionvault.errors import SessionVaultError
 
 Budget = Literal["tool", "protocol"]
 
-_ADMIT = "SELECT * FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s)"
+_ADMIT = "SELECT * FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class Admission:
-    status: str  # ok | unknown_key | revoked_key | disabled_user | rate_limited
+    # ok | unknown_key | revoked_key | disabled_user | revoked_token | expired_token
+    # | wrong_resource | rate_limited
+    status: str
     user_id: str | None = None
     wrapped_dek: WrappedKey | None = None
     scopes: frozenset[str] = frozenset()
@@ -48,8 +53,19 @@ def admit(
     tool: str,
     ip_hash: bytes | None,
     ua_hash: bytes | None,
+    resource: str = "",  # "" matches no token: API keys only
 ) -> Admission:
-    params = (key_hash, budget, limits.per_minute, limits.per_day, request_id, tool, ip_hash, ua_hash)
+    params = (
+        key_hash,
+        resource,
+        budget,
+        limits.per_minute,
+        limits.per_day,
+        request_id,
+        tool,
+        ip_hash,
+        ua_hash,
+    )
     row = db.first_use(lambda conn: conn.execute(_ADMIT, params).fetchone())
     if row is None:  # the function always answers one row
         raise SessionVaultError("sessionvault_admit returned no row")

@@ -11,7 +11,7 @@ from typing import Any
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.core.vault import Principal, embedding_text, open_record
-from sessionvault.db import admission, audit, backfill, identity
+from sessionvault.db import admission, audit, backfill, identity, oauth
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 
@@ -27,6 +27,12 @@ def prune_audit(rt: Runtime) -> dict[str, int]:
     deleted = sum(audit.prune(rt.db, u["id"], days) for u in identity.users(rt.db))
     deleted += audit.prune(rt.db, None, days) + audit.prune_auth_failures(rt.db, days)
     return {"deleted": deleted}
+
+
+def prune_oauth(rt: Runtime) -> dict[str, int]:
+    """Expired authorization requests, codes and tokens, and registered clients nobody
+    approved within a day: open registration cannot grow the database for long."""
+    return oauth.prune(rt.db)
 
 
 def reembed(rt: Runtime, batch: int = 50) -> dict[str, int]:
@@ -76,6 +82,7 @@ def _log_skip(message: str, user_id: str, exc: Exception) -> None:
 TASKS: dict[str, Callable[[Runtime], dict[str, int]]] = {
     "prune_rate_limits": prune_rate_limits,
     "prune_audit": prune_audit,
+    "prune_oauth": prune_oauth,
     "reembed": reembed,
 }
 

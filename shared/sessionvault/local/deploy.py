@@ -54,6 +54,7 @@ PARAMETERS = {
     "embeddings": "Embeddings",
     "openai_key_secret": "OpenAiKeySecretName",
     "alarm_email": "AlarmEmail",
+    "public_url": "PublicUrl",
 }
 
 
@@ -69,6 +70,7 @@ class Options:
     embeddings: str | None = None
     openai_key_secret: str | None = None
     alarm_email: str | None = None
+    public_url: str | None = None
     user: str = LOCAL_USER
     guided: bool = False
     new_key: bool = False

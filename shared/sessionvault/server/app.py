@@ -1,9 +1,14 @@
 """The HTTP app: edge checks (Host, Origin, Content-Type; in local mode, failed
-authentications per client address) -> body cap -> JSON -> admission (API key, tenant, rate
-limit, audit row: one round trip) -> MCP tool -> log line.
+authentications per client address) -> body cap -> JSON -> admission (API key or OAuth access
+token, tenant, rate limit, audit row: one round trip) -> MCP tool -> log line.
 
-Everything before admission is free of database work, so nothing unauthenticated can grow the
-database: a request refused before or at authentication leaves no row; the log line (with
+The OAuth authorization server (`server/oauth.py`: well-known metadata, /authorize, /token,
+/register, /revoke) and the consent page (`server/consent.py`) are served here too, after the
+same Host check. They are the only unauthenticated paths that write: registrations and pending
+requests, each capped in SQL and pruned by the `prune_oauth` maintenance task.
+
+On /mcp everything before admission is free of database work, so nothing unauthenticated can
+grow the database there: a request refused before or at authentication leaves no row; the log line (with
 `auth_reason` or `edge_check`) and the metrics count it. Every request but /health ends in
 exactly one log line and its metrics, whatever happens: an exception nobody expected becomes a
 500 with a generic body, and the log names the exception's type, never its message.
@@ -25,10 +30,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
+from sessionvault.core import oauth as oauth_core
 from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import auth, guard
+from sessionvault.server import oauth as oauth_server
+from sessionvault.server.consent import Consent
 from sessionvault.server.edge import (
     UNAVAILABLE,
     answered_with_error,
@@ -73,6 +81,8 @@ class SessionVaultApp:
         local = guard.is_local(settings)
         self.policy = guard.HeaderPolicy.from_settings(settings)
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
+        self.oauth = oauth_server.OAuthServer(runtime, oauth_server.registration_limit(settings))
+        self.consent = Consent(runtime, self.failures)
         # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
         # behind API Gateway the Host is the API's domain) is kept, with the same lists.
         self.security = TransportSecuritySettings(
@@ -138,8 +148,10 @@ class SessionVaultApp:
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
     ) -> None:
-        if (scope["path"].rstrip("/") or "/") != "/mcp":
-            raise Refused(404, NOT_FOUND, "validation")
+        path = self._path(scope)
+        if path != "/mcp":
+            await self._serve_oauth(scope, receive, send, headers, log, path)
+            return
         if scope["method"] != "POST":
             # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
             raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
@@ -147,8 +159,11 @@ class SessionVaultApp:
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
         authorization = headers.get("authorization")
+        base = oauth_server.base_url(self.rt.settings, headers)
         try:
-            who = await anyio.to_thread.run_sync(auth.admit, self.rt, authorization, budget_of(payload), log)
+            who = await anyio.to_thread.run_sync(
+                auth.admit, self.rt, authorization, budget_of(payload), log, base
+            )
         except DB_ERRORS as exc:
             log.failure = type(exc).__name__
             raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
@@ -159,6 +174,38 @@ class SessionVaultApp:
         finally:
             current_call.reset(token)
         log.error_class = state.error_class or answered_with_error(log.status, reply)
+
+    def _path(self, scope: Scope) -> str:
+        """The request's path without a trailing slash, and without the public URL's path when
+        the gateway passed it on (a custom domain mapped under a path)."""
+        path: str = scope["path"]
+        prefix = oauth_core.base_path(self.rt.settings.public_url)
+        if prefix and (path == prefix or path.startswith(prefix + "/")):
+            path = path[len(prefix) :]
+        return path.rstrip("/") or "/"
+
+    async def _serve_oauth(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[str, str],
+        log: telemetry.RequestLog,
+        path: str,
+    ) -> None:
+        """The OAuth endpoints and the consent page (no body read or database work before the
+        Host is checked, as for /mcp)."""
+        if not guard.matches(headers.get("host", ""), self.policy.hosts):
+            log.edge_check = "host"
+            raise guard.refusal("host")
+        base = oauth_server.base_url(self.rt.settings, headers)
+        routed = {**scope, "path": path}
+        if path == oauth_core.CONSENT_PATH:
+            await self.consent.handle(routed, receive, send, base, log)
+        elif self.oauth.serves(path, base):
+            await self.oauth.handle(routed, receive, send, base, log)
+        else:
+            raise Refused(404, NOT_FOUND, "validation")
 
     def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
         """Refuse before the body is read and before any database work (`guard`)."""

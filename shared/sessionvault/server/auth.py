@@ -1,12 +1,14 @@
-"""Bearer API key -> Principal: one admission statement (`db.admission`) looks the key's
-SHA-256 up, sets the tenant, applies the rate limit and writes the audit row. The reason a key
-is refused goes to the log and the audit trail only: every refusal looks the same outside."""
+"""Bearer API key or OAuth access token -> Principal: one admission statement
+(`db.admission`) looks the credential's SHA-256 up (a token must be bound to this server's
+resource URL), sets the tenant, applies the rate limit and writes the audit row. The reason a
+credential is refused goes to the log and the audit trail only: every refusal looks the same
+outside, and names where the protected-resource metadata is (RFC 9728)."""
 
 from __future__ import annotations
 
 import json
 
-from sessionvault.core import apikeys
+from sessionvault.core import apikeys, oauth
 from sessionvault.core.vault import Principal
 from sessionvault.db import admission
 from sessionvault.db.audit import salted_hash
@@ -16,8 +18,9 @@ from sessionvault.server.edge import UNAUTHORIZED
 from sessionvault.telemetry import RequestLog
 
 
-def _refused() -> Refused:
-    return Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": "Bearer"})
+def refused(base: str) -> Refused:
+    """The one 401 of /mcp, for every reason (`base`: this server's public URL)."""
+    return Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": oauth.www_authenticate(base)})
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -27,12 +30,18 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def admit(rt: Runtime, authorization: str | None, budget: admission.Budget, log: RequestLog) -> Principal:
+def looks_like_credential(token: str) -> bool:
+    return apikeys.looks_like_key(token) or oauth.looks_like_access_token(token)
+
+
+def admit(
+    rt: Runtime, authorization: str | None, budget: admission.Budget, log: RequestLog, base: str
+) -> Principal:
     """The caller, admitted under `budget`; raises the 401 or 429 to answer otherwise."""
     token = bearer_token(authorization)
-    if token is None or not apikeys.looks_like_key(token):
+    if token is None or not looks_like_credential(token):
         log.auth_reason = "missing" if token is None else "malformed"
-        raise _refused()
+        raise refused(base)
     settings = rt.settings
     limits = (
         admission.Limits(settings.rate_per_minute, settings.rate_per_day)
@@ -44,6 +53,7 @@ def admit(rt: Runtime, authorization: str | None, budget: admission.Budget, log:
         apikeys.digest(token),
         budget,
         limits,
+        resource=oauth.resource_url(base),
         request_id=log.request_id,
         tool=log.tool,
         ip_hash=salted_hash(log.ip, settings.audit_salt),
@@ -54,7 +64,7 @@ def admit(rt: Runtime, authorization: str | None, budget: admission.Budget, log:
         raise Refused(429, _rate_limited(result), "rate_limit", {"Retry-After": str(result.retry_after_s)})
     if result.status != "ok" or result.user_id is None or result.wrapped_dek is None:
         log.auth_reason = result.status
-        raise _refused()
+        raise refused(base)
     log.admitted = True
     return Principal(result.user_id, result.wrapped_dek, result.scopes)
 

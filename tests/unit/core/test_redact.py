@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sessionvault.core import apikeys
+from sessionvault.core import apikeys, oauth
 from sessionvault.core.redact import Redaction, scrub, scrub_text
 from sessionvault.core.secret_patterns import PATTERNS, marker
 
@@ -65,6 +65,8 @@ EXAMPLES: list[tuple[str, str, str]] = [
     ("url_password", "DATABASE_URL=postgres://app:{}@db.internal:5432/app", "Tr0ub4dor" + "-and-3"),
     ("url_password", "redis at rediss://:{}@cache:6380/0", "n0t" + "Real" + "P4ss"),
     ("sessionvault_key", "my key is {}", apikeys.generate()),
+    ("sessionvault_token", "the connector's token {}", oauth.new_access_token()),
+    ("sessionvault_token", "refresh with {}", oauth.new_refresh_token()),
     (
         "authorization_header",
         "sent Authorization: Basic {}",

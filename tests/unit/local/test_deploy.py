@@ -27,6 +27,7 @@ EVERY_FLAG = deploy.Options(
     embeddings="openai",
     openai_key_secret="sessionvault/openai",
     alarm_email="ops@example.com",
+    public_url="https://vault.example.com",
 )
 
 

@@ -1,0 +1,173 @@
+"""OAuth 2.1 rules that need no database and no HTTP: token formats, lifetimes, the URLs a base
+URL implies, which redirect URIs may be registered, PKCE S256 and the consent page's CSRF value.
+
+Tokens are 256 random bits after a prefix that says what they are (`sv_at_` access, `sv_rt_`
+refresh); codes and pending-request ids are 256 random bits too. Only SHA-256 hashes of tokens
+and codes are stored (`digest`)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import secrets
+from urllib.parse import urlsplit
+
+ACCESS_PREFIX = "sv_at_"
+REFRESH_PREFIX = "sv_rt_"
+ACCESS_TTL_S = 3600  # one hour
+REFRESH_TTL_S = 30 * 24 * 3600  # rotated on every use; an unused one lapses after 30 days
+CODE_TTL_S = 600  # set in SQL (0005): ten minutes
+SCOPES = ("read", "write", "delete")  # as API keys (core/apikeys.py)
+
+# Dynamic registration is open to anyone: these bound what it can store.
+MAX_REDIRECT_URIS = 5
+MAX_URI_CHARS = 512
+MAX_CLIENT_NAME_CHARS = 100
+REQUESTS_PER_CLIENT = 50  # live pending authorization requests per client
+MAX_STATE_CHARS = 1024  # `state` is stored with the pending request: bounded like the rest
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+MCP_PATH = "/mcp"
+PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
+AUTHORIZATION_SERVER_PATH = "/.well-known/oauth-authorization-server"
+CONSENT_PATH = "/consent"
+
+
+def _random() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).decode().rstrip("=")  # 43 chars
+
+
+def new_access_token() -> str:
+    return ACCESS_PREFIX + _random()
+
+
+def new_refresh_token() -> str:
+    return REFRESH_PREFIX + _random()
+
+
+def new_code() -> str:
+    return _random()
+
+
+def new_request_id() -> str:
+    return _random()
+
+
+def digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+def looks_like_access_token(value: str) -> bool:
+    return value.startswith(ACCESS_PREFIX) and len(value) == len(ACCESS_PREFIX) + 43
+
+
+def s256(verifier: str) -> str:
+    """The PKCE S256 challenge of `verifier` (RFC 7636 section 4.2)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+
+
+def resource_url(base: str) -> str:
+    """The protected resource: the MCP endpoint under `base` (RFC 8707's `resource`)."""
+    return base + MCP_PATH
+
+
+def resource_metadata_url(base: str) -> str:
+    """RFC 9728 section 3.1: the well-known path inserted before the resource's path."""
+    parts = urlsplit(resource_url(base))
+    return f"{parts.scheme}://{parts.netloc}{PROTECTED_RESOURCE_PATH}{parts.path}"
+
+
+def base_path(base: str) -> str:
+    """The path part of `base` ('' at a domain's root): where relative links must start."""
+    return urlsplit(base).path.rstrip("/")
+
+
+def www_authenticate(base: str) -> str:
+    return f'Bearer resource_metadata="{resource_metadata_url(base)}"'
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why `uri` cannot be registered as a redirect URI, or None: https anywhere, or http only
+    on a loopback host; no fragment, no user info; bounded length."""
+    if len(uri) > MAX_URI_CHARS:
+        return "redirect URI too long"
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return "redirect URI is not a URL"
+    if parts.fragment or "#" in uri:
+        return "redirect URI must not have a fragment"
+    if parts.username is not None or parts.password is not None:
+        return "redirect URI must not carry user info"
+    if not host:
+        return "redirect URI has no host"
+    if parts.scheme == "https":
+        return None
+    if parts.scheme == "http" and is_loopback(host):
+        return None
+    return "redirect URI must be https, or http on a loopback address"
+
+
+def public_url_problem(url: str) -> str | None:
+    """Why `url` cannot be the server's public URL (the OAuth issuer), or None."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "not a URL"
+    if parts.query or parts.fragment or "#" in url or "?" in url:
+        return "must have no query or fragment"
+    if parts.scheme == "https" and host:
+        return None
+    if parts.scheme == "http" and is_loopback(host):
+        return None
+    return "must be https (http only on a loopback address)"
+
+
+def authorization_problem(state: str | None, code_challenge: str) -> str | None:
+    """Why an authorization request's `state` or PKCE challenge cannot be stored, or None. An
+    S256 challenge is always 43 base64url characters; anything else could never match a
+    verifier, and an unbounded value would let anyone grow the database without signing in."""
+    if state is not None and len(state) > MAX_STATE_CHARS:
+        return f"state longer than {MAX_STATE_CHARS} characters"
+    if len(code_challenge) != 43 or not set(code_challenge) <= _BASE64URL:
+        return "code_challenge is not an S256 challenge"
+    return None
+
+
+_BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def parse_scopes(scope: str | None) -> tuple[str, ...] | None:
+    """A `scope` parameter as canonical scope names; None when one is unknown. Absent or empty:
+    () (the approving key's scopes)."""
+    asked = set((scope or "").split())
+    if not asked <= set(SCOPES):
+        return None
+    return tuple(s for s in SCOPES if s in asked)
+
+
+def csrf_token(secret: str, request_id: str) -> str:
+    """The consent form's CSRF value: an HMAC of the pending request's id under a key derived
+    from the server's secret salt, so any instance can check it and no state is kept."""
+    key = hmac.new(secret.encode(), b"sessionvault/consent-csrf", hashlib.sha256).digest()
+    mac = hmac.new(key, request_id.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def csrf_ok(secret: str, request_id: str, presented: str) -> bool:
+    return hmac.compare_digest(csrf_token(secret, request_id).encode(), presented.encode())
