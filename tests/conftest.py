@@ -89,6 +89,9 @@ def make_settings(pg: embedded.Embedded, **overrides: object) -> Settings:
         "embeddings": "none",
         "rate_per_minute": 10_000,
         "rate_per_day": 100_000,
+        # Every test registers from 127.0.0.1: the caps are tested on their own.
+        "oauth_registrations_per_hour": 10_000,
+        "oauth_registrations_per_address": 10_000,
     }
     values.update(overrides)
     return Settings.from_env({}, **values)

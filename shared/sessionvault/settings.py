@@ -90,6 +90,7 @@ class Settings:
     # The OAuth issuer; the resource is <public_url>/mcp. "": the request's Host (checked).
     public_url: str = ""
     oauth_registrations_per_hour: int = 100  # dynamic client registrations, server-wide
+    oauth_registrations_per_address: int = 10  # ... and per caller address (salted hash)
 
     @classmethod
     def from_env(
@@ -121,6 +122,7 @@ class Settings:
             "auth_failures_per_minute": _int(env, "SESSIONVAULT_AUTH_FAILURES_PER_MINUTE", 30),
             "public_url": env.get("SESSIONVAULT_PUBLIC_URL", "").strip().rstrip("/"),
             "oauth_registrations_per_hour": _int(env, "SESSIONVAULT_OAUTH_REGISTRATIONS_PER_HOUR", 100),
+            "oauth_registrations_per_address": _int(env, "SESSIONVAULT_OAUTH_REGISTRATIONS_PER_ADDRESS", 10),
         }
         if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
             values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])

@@ -128,7 +128,7 @@ def test_the_database_checks_the_pkce_verifier_itself(runtime):
     rid, code = oauth.new_request_id(), oauth.new_code()
     verifier, challenge = flow.pkce()
     client = store.Client(f"c-{rid[:12]}", None, {"redirect_uris": [flow.CALLBACK]})
-    assert store.register(runtime.db, client, 10_000)
+    assert store.register(runtime.db, client, (10_000, 10_000), None) == "ok"
     request = store.Pending(rid, client.client_id, flow.CALLBACK, "s", challenge, (), "http://x/mcp")
     assert store.begin(runtime.db, request, 50)
     assert store.approve(runtime.db, rid, oauth.digest(user.key), oauth.digest(code)).status == "ok"
@@ -443,7 +443,24 @@ def test_registrations_are_capped_per_hour_server_wide(pg, http):
             third = http.post(f"{base}/register", json={"redirect_uris": [flow.CALLBACK]})
     finally:
         rt.close()
-    assert third.status_code in (400, 429)
+    assert third.status_code == 400 and "too many registrations" in third.text
+
+
+def test_one_address_cannot_use_up_the_registrations_everyone_needs(pg):
+    """Per address first, then server-wide: a caller who registered its hour's share is refused
+    while a connector registering from elsewhere still gets in."""
+    db = Database(pg.app_url, max_size=1)
+    one, other = oauth.digest("203.0.113.7"), oauth.digest("198.51.100.9")
+
+    def register(address: bytes) -> str:
+        client = store.Client("c-" + oauth.new_request_id()[:20], None, {"redirect_uris": [flow.CALLBACK]})
+        return store.register(db, client, (10_000, 3), address)
+
+    try:
+        assert [register(one) for _ in range(4)] == ["ok", "ok", "ok", "address_cap"]
+        assert register(other) == "ok"
+    finally:
+        db.close()
 
 
 def test_the_prune_task_drops_unused_clients_and_expired_requests(http, base, pg):

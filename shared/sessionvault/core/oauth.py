@@ -115,6 +115,8 @@ def redirect_uri_problem(uri: str) -> str | None:
         return "redirect URI must not carry user info"
     if not host:
         return "redirect URI has no host"
+    if not set(host) <= _HOST_CHARS:  # a name, IPv4 or IPv6: the host also goes into a CSP header
+        return "redirect URI host has characters no DNS name or IP address has"
     if parts.scheme == "https":
         return None
     if parts.scheme == "http" and is_loopback(host):
@@ -149,6 +151,7 @@ def authorization_problem(state: str | None, code_challenge: str) -> str | None:
     return None
 
 
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-:")
 _BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 

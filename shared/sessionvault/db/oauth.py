@@ -70,14 +70,16 @@ def _one(db: Database, sql: str, params: tuple[Any, ...]) -> dict[str, Any] | No
     return db.first_use(lambda conn: conn.execute(sql, params).fetchone())
 
 
-def register(db: Database, client: Client, per_hour: int) -> bool:
-    """Store a new client; False when this hour's server-wide registrations are used up."""
+def register(db: Database, client: Client, caps: tuple[int, int], address: bytes | None) -> str:
+    """Store a new client unless this hour's registrations are used up: `caps` is (server-wide,
+    per address). Answers 'ok', 'address_cap' or 'server_cap'."""
+    per_hour, per_address = caps
     row = _one(
         db,
-        "SELECT sessionvault_oauth_register(%s, %s, %s, %s) AS ok",
-        (client.client_id, client.secret_hash, Jsonb(client.info), per_hour),
+        "SELECT sessionvault_oauth_register(%s, %s, %s, %s, %s, %s) AS outcome",
+        (client.client_id, client.secret_hash, Jsonb(client.info), per_hour, address, per_address),
     )
-    return bool(row and row["ok"])
+    return str(row["outcome"]) if row else "server_cap"
 
 
 def client(db: Database, client_id: str) -> Client | None:

@@ -11,26 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 import tempfile
 import tomllib
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from sessionvault.errors import DeployFailed
 from sessionvault.local import target
-from sessionvault.local.doctor import Check
+from sessionvault.local.prerequisites import prerequisites
 from sessionvault.local.rpc import require_safe_url
+from sessionvault.local.shell import Shell, failed
 from sessionvault.names import KEY_ENV, LOCAL_USER
 
 STACK = "sessionvault"
-TEMPLATE = "template.yaml"
 SAMCONFIG = "samconfig.toml"  # where `sam deploy --guided` saves its answers
 # The template makes IAM roles without names, and uses no macro but the SAM transform (which a
 # change set expands by itself): CAPABILITY_IAM is all it needs. tests/unit/local/test_deploy.py
@@ -39,9 +35,6 @@ CAPABILITIES = ("CAPABILITY_IAM",)
 KEY_SCOPES = "read,write,delete"  # the same scopes as `make dev`'s key
 KEY_LABEL = "sessionvault deploy"
 USER_EXISTS = "already exists"  # the end of the admin function's answer to a second create_user
-RUNTIME = "python3.12"  # sam build's pip workflow runs the functions' runtime on this machine
-TAIL_LINES = 15  # stderr lines quoted when a step fails
-LOOKUP_TIMEOUT_S = 120
 NEEDED_OUTPUTS = ("McpUrl", "AdminFunctionName")
 
 # flag -> template parameter; a flag not given is not passed (first deploy: the template's
@@ -138,180 +131,6 @@ def saved_config(root: Path) -> dict[str, Any]:
     return section if isinstance(section, dict) else {}
 
 
-# ---------------------------------------------------------------- running commands
-
-
-def _failed(argv: Sequence[str], code: int, tail: Sequence[str]) -> DeployFailed:
-    quoted = "\n".join(f"  | {line}" for line in list(tail)[-TAIL_LINES:]) or "  (no error output)"
-    return DeployFailed(
-        f"`{shlex.join(argv)}` failed with exit code {code}; the end of its error output:\n{quoted}"
-    )
-
-
-@dataclass
-class Shell:
-    root: Path
-    env: dict[str, str]
-    out: TextIO
-    dry_run: bool
-
-    def show(self, argv: Sequence[str]) -> None:
-        print(f"\n$ {shlex.join(argv)}", file=self.out, flush=True)
-
-    def look(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str] | None:
-        """Run a command that changes nothing (in a dry run too); None when it is not installed."""
-        try:
-            return subprocess.run(
-                list(argv),
-                cwd=self.root,
-                env=self.env,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                timeout=LOOKUP_TIMEOUT_S,
-            )
-        except (FileNotFoundError, PermissionError):
-            return None
-        except subprocess.TimeoutExpired:
-            raise DeployFailed(f"`{shlex.join(argv)}` did not answer within {LOOKUP_TIMEOUT_S} s") from None
-
-    def read(self, argv: Sequence[str]) -> str:
-        """Print, run and return the stdout of a command that must succeed."""
-        self.show(argv)
-        done = self.look(argv)
-        if done is None:
-            raise DeployFailed(f"{argv[0]}: not found")
-        if done.returncode:
-            raise _failed(argv, done.returncode, done.stderr.splitlines())
-        return done.stdout
-
-    def step(self, argv: Sequence[str]) -> None:
-        """Print, then (unless a dry run) run a command that changes something, on this terminal:
-        sam's prompts and progress show as they come, and its stderr is kept for the error."""
-        self.show(argv)
-        if self.dry_run:
-            return
-        tail: deque[str] = deque(maxlen=TAIL_LINES)
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=self.root, env=self.env, stderr=subprocess.PIPE, text=True, errors="replace"
-            )
-        except FileNotFoundError:
-            raise DeployFailed(f"{argv[0]}: not found") from None
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            tail.append(line.rstrip("\n"))
-        code = proc.wait()
-        if code:
-            raise _failed(argv, code, tail)
-
-
-# ---------------------------------------------------------------- prerequisites
-
-
-@dataclass(frozen=True)
-class Tools:
-    sam: str
-    region: str
-    env: dict[str, str]  # PATH with a working python3.12 in front when it came from pyenv
-
-
-def check_root(root: Path) -> Check:
-    if (root / TEMPLATE).is_file() and (root / "functions").is_dir():
-        return Check(True, f"repository root: {root}")
-    return Check(
-        False, f"{root} is not the SessionVault repository root (no {TEMPLATE})", "cd <the repository>"
-    )
-
-
-def check_identity(shell: Shell) -> Check:
-    argv = ["aws", "sts", "get-caller-identity", "--output", "json"]
-    done = shell.look(argv)
-    if done is None:
-        return Check(
-            False,
-            "the AWS CLI is not installed (aws not on PATH)",
-            "install AWS CLI v2: https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html",
-        )
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no error output"])[-1]
-        return Check(
-            False,
-            f"no working AWS credentials ({shlex.join(argv)}: {last})",
-            "aws configure, or aws sso login",
-        )
-    who = json.loads(done.stdout or "{}")
-    return Check(True, f"AWS identity: {who.get('Arn', '?')} (account {who.get('Account', '?')})")
-
-
-def check_region(o: Options, saved: Mapping[str, Any], shell: Shell) -> tuple[Check, str]:
-    env = shell.env
-    region = o.region or saved.get("region") or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-    if not region:
-        done = shell.look(["aws", "configure", "get", "region"])
-        region = done.stdout.strip() if done is not None and done.returncode == 0 else ""
-    if not region:
-        return Check(
-            False, "no AWS region chosen", "pass --region eu-west-1, or aws configure set region eu-west-1"
-        ), ""
-    return Check(True, f"region: {region}"), str(region)
-
-
-def check_sam(shell: Shell) -> tuple[Check, str]:
-    """`sam` on PATH, else the one `make test` installs into .venv-sam."""
-    bundled = shell.root / ".venv-sam" / "bin" / "sam"
-    sam = shutil.which("sam", path=shell.env.get("PATH")) or (str(bundled) if bundled.exists() else "")
-    done = shell.look([sam, "--version"]) if sam else None
-    if done is None or done.returncode:
-        fix = "pip install aws-sam-cli, or make .venv-sam/.installed-stamp (then .venv-sam/bin/sam is used)"
-        return Check(False, "the SAM CLI is not installed (sam not on PATH, no .venv-sam/bin/sam)", fix), ""
-    return Check(True, f"{done.stdout.strip() or 'SAM CLI'} ({sam})"), sam
-
-
-def _runs(python: str, shell: Shell) -> bool:
-    done = shell.look([python, "--version"])
-    return done is not None and done.returncode == 0
-
-
-def check_python(shell: Shell) -> tuple[Check, dict[str, str]]:
-    """python3.12 on PATH if it runs, else a pyenv install of 3.12 put first on PATH for sam
-    (a pyenv shim of a version that is not selected is on PATH but does not run)."""
-    if _runs(RUNTIME, shell):
-        return Check(True, f"{RUNTIME} on PATH"), shell.env
-    pyenv = Path(shell.env.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    for found in sorted(pyenv.glob(f"versions/3.12.*/bin/{RUNTIME}"), reverse=True):
-        if _runs(str(found), shell):
-            env = {**shell.env, "PATH": os.pathsep.join([str(found.parent), shell.env.get("PATH", "")])}
-            return Check(True, f"{RUNTIME} from pyenv: {found}"), env
-    fix = "install Python 3.12 (e.g. pyenv install 3.12), or sam build --use-container by hand"
-    return Check(False, f"{RUNTIME} does not run here: sam build's pip workflow needs it", fix), shell.env
-
-
-def check_make(shell: Shell) -> Check:
-    if shutil.which("make", path=shell.env.get("PATH")):
-        return Check(True, "make (it builds the shared-code layer)")
-    return Check(False, "make is not installed: sam build runs shared/Makefile", "install make")
-
-
-def prerequisites(o: Options, saved: Mapping[str, Any], shell: Shell) -> Tools:
-    """Every check, one line each with its fix; stop when any failed."""
-    root = check_root(shell.root)
-    identity = check_identity(shell)
-    region_check, region = check_region(o, saved, shell) if identity.ok else (None, "")
-    sam_check, sam = check_sam(shell)
-    python_check, env = check_python(shell)
-    checks = [root, identity, region_check, sam_check, python_check, check_make(shell)]
-    print("Prerequisites:", file=shell.out)
-    for check in checks:
-        if check is not None:
-            print("\n".join("  " + line for line in check.lines()), file=shell.out)
-    if any(check is not None and check.ok is False for check in checks):
-        raise DeployFailed("prerequisites missing: fix the lines marked ✗ above, then run again")
-    return Tools(sam, region, env)
-
-
 # ---------------------------------------------------------------- the stack and the first key
 
 
@@ -350,7 +169,7 @@ def invoke_admin(
         if done is None:
             raise DeployFailed("aws: not found")
         if done.returncode:
-            raise _failed(argv, done.returncode, done.stderr.splitlines())
+            raise failed(argv, done.returncode, done.stderr.splitlines())
         answer: dict[str, Any] = json.loads(response.read_bytes() or b"{}")
     finally:
         response.unlink(missing_ok=True)
@@ -401,7 +220,7 @@ def run(
     if o.dry_run:
         print("Dry run: look-ups run, nothing is changed; the commands are printed.\n", file=shell.out)
     saved = saved_config(root)
-    tools = prerequisites(o, saved, shell)
+    tools = prerequisites(o.region, saved, shell)
     shell.env = tools.env
     stack = o.stack_name or saved.get("stack_name") or STACK
     guided = o.guided or first

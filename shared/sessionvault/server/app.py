@@ -81,7 +81,7 @@ class SessionVaultApp:
         local = guard.is_local(settings)
         self.policy = guard.HeaderPolicy.from_settings(settings)
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
-        self.oauth = oauth_server.OAuthServer(runtime, oauth_server.registration_limit(settings))
+        self.oauth = oauth_server.OAuthServer(runtime)
         self.consent = Consent(runtime, self.failures)
         # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
         # behind API Gateway the Host is the API's domain) is kept, with the same lists.

@@ -55,6 +55,7 @@ from starlette.types import Receive, Scope, Send
 
 from sessionvault.core import oauth
 from sessionvault.db import oauth as store
+from sessionvault.db.audit import salted_hash
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import guard
@@ -100,6 +101,7 @@ class Provider:
 
     rt: Runtime
     base: str
+    address: bytes | None = None  # the caller's address, salted and hashed as in the audit trail
     form: Mapping[str, str] = field(default_factory=dict)
     stored: dict[str, store.Client] = field(default_factory=dict)
 
@@ -125,7 +127,10 @@ class Provider:
         secret = client_info.client_secret
         info = client_info.model_dump(mode="json", exclude={"client_secret"}, exclude_none=True)
         row = store.Client(client_info.client_id, oauth.digest(secret) if secret else None, info)
-        if not await self._db(store.register, row, self.rt.settings.oauth_registrations_per_hour):
+        settings = self.rt.settings
+        caps = (settings.oauth_registrations_per_hour, settings.oauth_registrations_per_address)
+        outcome = await self._db(store.register, row, caps, self.address)
+        if outcome != "ok":
             raise RegistrationError("invalid_client_metadata", "too many registrations this hour; try later")
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
@@ -424,9 +429,8 @@ def replaying(body: bytes) -> Receive:
 class OAuthServer:
     """Dispatches the OAuth paths; `app.py` has already checked the Host."""
 
-    def __init__(self, rt: Runtime, registrations: guard.AuthFailureLimit | None) -> None:
+    def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.registrations = registrations  # local mode: registrations per address and hour
 
     def serves(self, path: str, base: str) -> bool:
         return path in ENDPOINTS or path in well_known_paths(base)
@@ -448,31 +452,11 @@ class OAuthServer:
                 raise Refused(
                     405, b'{"error": "method not allowed"}', "validation", {"Allow": ", ".join(methods)}
                 )
-            self._limit_registration(path, log)
             body = await read_body(receive)
             request = Request(scope, replaying(body))
-            response = await handler(request, Provider(self.rt, base))
-            if path == "/register" and response.status_code == 201 and self.registrations is not None:
-                self.registrations.failed(log.ip)  # counts registrations, not failures
+            address = salted_hash(log.ip, self.rt.settings.audit_salt)
+            response = await handler(request, Provider(self.rt, base, address))
         log.status = response.status_code
         if response.status_code >= 400:
             log.error_class = "auth" if response.status_code == 401 else "validation"
         await response(scope, replaying(b""), send)
-
-    def _limit_registration(self, path: str, log: RequestLog) -> None:
-        if path != "/register" or self.registrations is None:
-            return
-        wait = self.registrations.retry_after(log.ip)
-        if wait:
-            log.edge_check = "registrations"
-            body = b'{"error": "too many registrations from this address", "retry_after": %d}' % wait
-            raise Refused(429, body, "rate_limit", {"Retry-After": str(wait)})
-
-
-def registration_limit(settings: Settings) -> guard.AuthFailureLimit | None:
-    """Local mode: registrations per client address and hour, in memory, before the database
-    (the SQL cap, the same number, is server-wide; inside Lambda it and API Gateway's
-    throttling apply)."""
-    if not guard.is_local(settings):
-        return None
-    return guard.AuthFailureLimit(settings.oauth_registrations_per_hour, window_s=3600.0)

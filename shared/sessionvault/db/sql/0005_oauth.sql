@@ -23,10 +23,12 @@ CREATE TABLE oauth_clients (
     client_id    text PRIMARY KEY,
     secret_hash  bytea,                 -- SHA-256 of the client secret; NULL for a public client
     info         jsonb NOT NULL,        -- the registered metadata (RFC 7591), without the secret
+    address      bytea,                 -- salted SHA-256 of the registrant's address (audit salt)
     created_at   timestamptz NOT NULL DEFAULT now(),
     last_used_at timestamptz            -- an approval named it
 );
 CREATE INDEX oauth_clients_created ON oauth_clients (created_at);
+CREATE INDEX oauth_clients_address ON oauth_clients (address, created_at);
 
 -- An authorization request waiting for the owner on the consent page; the browser carries only
 -- its random id. No user yet, so no RLS; 10 minutes, approved or denied once.
@@ -134,21 +136,32 @@ AS $$
 $$;
 
 -- Dynamic registration is unauthenticated: at most p_per_hour new clients an hour, server-wide.
+-- Two caps an hour: per registrant address first (so one caller cannot use up the
+-- server-wide budget every new connector needs), then server-wide. 'ok', 'address_cap' or
+-- 'server_cap'.
 CREATE FUNCTION sessionvault_oauth_register(
-    p_client_id text, p_secret_hash bytea, p_info jsonb, p_per_hour integer
-) RETURNS boolean
+    p_client_id text, p_secret_hash bytea, p_info jsonb, p_per_hour integer,
+    p_address bytea, p_per_address integer
+) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, public
 AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('sessionvault_oauth_register', 7));
     IF (SELECT count(*) FROM public.oauth_clients
+        WHERE address IS NOT DISTINCT FROM p_address
+          AND created_at > clock_timestamp() - interval '1 hour') >= p_per_address THEN
+        PERFORM sessionvault_oauth_fail('oauth_register_address_cap');
+        RETURN 'address_cap';
+    END IF;
+    IF (SELECT count(*) FROM public.oauth_clients
         WHERE created_at > clock_timestamp() - interval '1 hour') >= p_per_hour THEN
         PERFORM sessionvault_oauth_fail('oauth_register_cap');
-        RETURN false;
+        RETURN 'server_cap';
     END IF;
-    INSERT INTO public.oauth_clients (client_id, secret_hash, info) VALUES (p_client_id, p_secret_hash, p_info);
-    RETURN true;
+    INSERT INTO public.oauth_clients (client_id, secret_hash, info, address)
+    VALUES (p_client_id, p_secret_hash, p_info, p_address);
+    RETURN 'ok';
 END;
 $$;
 
@@ -614,7 +627,7 @@ GRANT sessionvault_oauth TO CURRENT_USER;
 GRANT CREATE ON SCHEMA public TO sessionvault_oauth;
 ALTER FUNCTION sessionvault_oauth_fail(text) OWNER TO sessionvault_oauth;
 ALTER FUNCTION sessionvault_oauth_revoke_family(uuid) OWNER TO sessionvault_oauth;
-ALTER FUNCTION sessionvault_oauth_register(text, bytea, jsonb, integer) OWNER TO sessionvault_oauth;
+ALTER FUNCTION sessionvault_oauth_register(text, bytea, jsonb, integer, bytea, integer) OWNER TO sessionvault_oauth;
 ALTER FUNCTION sessionvault_oauth_begin(text, text, text, text, text, text[], text, integer)
     OWNER TO sessionvault_oauth;
 ALTER FUNCTION sessionvault_oauth_approve(text, bytea, bytea) OWNER TO sessionvault_oauth;
@@ -637,7 +650,7 @@ REVOKE ALL ON FUNCTION sessionvault_oauth_fail(text), sessionvault_oauth_revoke_
     sessionvault_oauth_mint(uuid, uuid, uuid, text, text[], text, bytea, bytea, integer, integer)
     FROM PUBLIC;
 REVOKE ALL ON FUNCTION
-    sessionvault_oauth_register(text, bytea, jsonb, integer),
+    sessionvault_oauth_register(text, bytea, jsonb, integer, bytea, integer),
     sessionvault_oauth_begin(text, text, text, text, text, text[], text, integer),
     sessionvault_oauth_approve(text, bytea, bytea),
     sessionvault_oauth_deny(text),
@@ -651,7 +664,7 @@ REVOKE ALL ON FUNCTION
     sessionvault_admit(bytea, text, text, integer, integer, text, text, bytea, bytea)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION
-    sessionvault_oauth_register(text, bytea, jsonb, integer),
+    sessionvault_oauth_register(text, bytea, jsonb, integer, bytea, integer),
     sessionvault_oauth_begin(text, text, text, text, text, text[], text, integer),
     sessionvault_oauth_approve(text, bytea, bytea),
     sessionvault_oauth_deny(text),
