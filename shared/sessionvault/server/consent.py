@@ -28,7 +28,7 @@ from sessionvault.db import oauth as store
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import guard
-from sessionvault.server.oauth import read_body, replaying
+from sessionvault.server.edge import read_body, replaying
 from sessionvault.telemetry import RequestLog
 
 PAGE_HEADERS = {

@@ -119,3 +119,34 @@ def answered_with_error(status: int, body: bytes) -> ErrorClass | None:
     except (UnicodeDecodeError, json.JSONDecodeError):
         return None
     return "validation" if isinstance(reply, dict) and "error" in reply else None
+
+
+MAX_FORM_BYTES = 64 * 1024  # the OAuth endpoints' and the consent page's forms
+
+
+async def read_body(receive: Receive, limit: int = MAX_FORM_BYTES) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            raise Refused(413, b'{"error": "request body too large"}', "validation")
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def replaying(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive

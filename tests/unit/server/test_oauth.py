@@ -12,7 +12,7 @@ from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
 from pydantic import AnyUrl
 
 from sessionvault.db import oauth as store
-from sessionvault.server import consent
+from sessionvault.server import consent, oauth_provider
 from sessionvault.server import oauth as server
 from sessionvault.settings import Settings
 
@@ -42,7 +42,7 @@ def test_public_url_comes_from_the_environment_and_is_checked():
 def client(**values: object) -> OAuthClientInformationFull:
     fields = {"client_id": "c", "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"]}
     fields.update(values)  # type: ignore[arg-type]
-    return server.RegisteredClient.model_validate(fields)
+    return oauth_provider.RegisteredClient.model_validate(fields)
 
 
 def test_a_redirect_uri_matches_only_exactly_and_must_be_sent():
@@ -66,7 +66,7 @@ def test_a_redirect_uri_matches_only_exactly_and_must_be_sent():
 )
 def test_open_registration_refuses_what_it_should_not_store(values):
     with pytest.raises(RegistrationError):
-        server._check_registration(client(**{"token_endpoint_auth_method": "none", **values}))
+        oauth_provider._check_registration(client(**{"token_endpoint_auth_method": "none", **values}))
 
 
 def test_the_metadata_documents_name_this_server_without_a_trailing_slash():
