@@ -86,18 +86,7 @@ async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tu
         raise Refused(400, jsonrpc_error(-32600, "invalid Content-Length"), "validation")
     if int(declared) > limit:
         raise too_big
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if size > limit:
-            raise too_big
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
+    body = await read_body(receive, limit, too_big)
     try:
         return body, json.loads(body)
     except (ValueError, RecursionError):  # bad UTF-8 or JSON, huge integers, deep nesting
@@ -124,7 +113,11 @@ def answered_with_error(status: int, body: bytes) -> ErrorClass | None:
 MAX_FORM_BYTES = 64 * 1024  # the OAuth endpoints' and the consent page's forms
 
 
-async def read_body(receive: Receive, limit: int = MAX_FORM_BYTES) -> bytes:
+TOO_LARGE = Refused(413, b'{"error": "request body too large"}', "validation")
+
+
+async def read_body(receive: Receive, limit: int = MAX_FORM_BYTES, too_big: Refused = TOO_LARGE) -> bytes:
+    """The body, capped while it streams in (a client may lie in Content-Length or send none)."""
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -133,7 +126,7 @@ async def read_body(receive: Receive, limit: int = MAX_FORM_BYTES) -> bytes:
         chunks.append(message.get("body", b""))
         size += len(chunks[-1])
         if size > limit:
-            raise Refused(413, b'{"error": "request body too large"}', "validation")
+            raise too_big
         if not message.get("more_body", False):
             break
     return b"".join(chunks)

@@ -150,19 +150,24 @@ class Provider:
         )
         return _tokens(minted, access, refresh)
 
+    async def _load(self, token: str, kind: str) -> dict[str, Any] | None:
+        """A live token of `kind` as the SDK's models take it, or None."""
+        found: store.Token | None = await self._db(store.token, oauth.digest(token))
+        if found is None or found.kind != kind:
+            return None
+        return {
+            "token": token,
+            "client_id": found.client_id,
+            "scopes": list(found.scopes),
+            "expires_at": int(found.expires_at.timestamp()),
+            "resource": found.resource,
+        }
+
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
-        found: store.Token | None = await self._db(store.token, oauth.digest(refresh_token))
-        if found is None or found.kind != "refresh":
-            return None
-        return RefreshToken(
-            token=refresh_token,
-            client_id=found.client_id,
-            scopes=list(found.scopes),
-            expires_at=int(found.expires_at.timestamp()),
-            resource=found.resource,
-        )
+        found = await self._load(refresh_token, "refresh")
+        return None if found is None else RefreshToken(**found)
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
@@ -184,16 +189,8 @@ class Provider:
         return _tokens(minted, access, refresh)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        found: store.Token | None = await self._db(store.token, oauth.digest(token))
-        if found is None or found.kind != "access":
-            return None
-        return AccessToken(
-            token=token,
-            client_id=found.client_id,
-            scopes=list(found.scopes),
-            expires_at=int(found.expires_at.timestamp()),
-            resource=found.resource,
-        )
+        found = await self._load(token, "access")
+        return None if found is None else AccessToken(**found)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         await self._db(store.revoke, oauth.digest(token.token), token.client_id)
