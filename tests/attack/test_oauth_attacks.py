@@ -136,10 +136,9 @@ def test_the_database_checks_the_pkce_verifier_itself(runtime):
         "client_id": client.client_id,
         "redirect_uri": flow.CALLBACK,
         "resource": "http://x/mcp",
-        "access_hash": oauth.digest(oauth.new_access_token()),
-        "refresh_hash": oauth.digest(oauth.new_refresh_token()),
-        "access_ttl_s": 60,
-        "refresh_ttl_s": 60,
+        "pair": store.Pair(
+            oauth.digest(oauth.new_access_token()), oauth.digest(oauth.new_refresh_token()), 60, 60
+        ),
     }
     assert not store.exchange(runtime.db, oauth.digest(code), verifier=flow.pkce()[0], **args).ok
     assert not store.exchange(runtime.db, oauth.digest(code), verifier="", **args).ok

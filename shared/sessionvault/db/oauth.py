@@ -163,6 +163,19 @@ def code(db: Database, code_hash: bytes) -> Code | None:
     )
 
 
+@dataclass(frozen=True)
+class Pair:
+    """The hashes and lifetimes of a new access and refresh token, minted together."""
+
+    access_hash: bytes
+    refresh_hash: bytes
+    access_ttl_s: int
+    refresh_ttl_s: int
+
+    def params(self) -> tuple[bytes, bytes, int, int]:
+        return (self.access_hash, self.refresh_hash, self.access_ttl_s, self.refresh_ttl_s)
+
+
 def exchange(
     db: Database,
     code_hash: bytes,
@@ -171,25 +184,12 @@ def exchange(
     redirect_uri: str,
     verifier: str,
     resource: str,
-    access_hash: bytes,
-    refresh_hash: bytes,
-    access_ttl_s: int,
-    refresh_ttl_s: int,
+    pair: Pair,
 ) -> Minted:
     row = _one(
         db,
         "SELECT * FROM sessionvault_oauth_exchange(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            code_hash,
-            client_id,
-            redirect_uri,
-            verifier,
-            resource,
-            access_hash,
-            refresh_hash,
-            access_ttl_s,
-            refresh_ttl_s,
-        ),
+        (code_hash, client_id, redirect_uri, verifier, resource, *pair.params()),
     )
     return _minted(row)
 
@@ -203,30 +203,12 @@ def token(db: Database, token_hash: bytes) -> Token | None:
 
 
 def refresh(
-    db: Database,
-    token_hash: bytes,
-    *,
-    client_id: str,
-    scopes: tuple[str, ...],
-    resource: str,
-    access_hash: bytes,
-    refresh_hash: bytes,
-    access_ttl_s: int,
-    refresh_ttl_s: int,
+    db: Database, token_hash: bytes, *, client_id: str, scopes: tuple[str, ...], resource: str, pair: Pair
 ) -> Minted:
     row = _one(
         db,
         "SELECT * FROM sessionvault_oauth_refresh(%s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            token_hash,
-            client_id,
-            list(scopes),
-            resource,
-            access_hash,
-            refresh_hash,
-            access_ttl_s,
-            refresh_ttl_s,
-        ),
+        (token_hash, client_id, list(scopes), resource, *pair.params()),
     )
     return _minted(row)
 

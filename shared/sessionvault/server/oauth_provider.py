@@ -133,7 +133,7 @@ class Provider:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
-        access, refresh = oauth.new_access_token(), oauth.new_refresh_token()
+        access, refresh, pair = _new_pair()
         minted: store.Minted = await anyio.to_thread.run_sync(
             lambda: store.exchange(
                 self.rt.db,
@@ -142,10 +142,7 @@ class Provider:
                 redirect_uri=_canonical(self.form.get("redirect_uri", "")),
                 verifier=self.form.get("code_verifier", ""),
                 resource=self.resource,
-                access_hash=oauth.digest(access),
-                refresh_hash=oauth.digest(refresh),
-                access_ttl_s=oauth.ACCESS_TTL_S,
-                refresh_ttl_s=oauth.REFRESH_TTL_S,
+                pair=pair,
             )
         )
         return _tokens(minted, access, refresh)
@@ -172,7 +169,7 @@ class Provider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        access, refresh = oauth.new_access_token(), oauth.new_refresh_token()
+        access, refresh, pair = _new_pair()
         minted: store.Minted = await anyio.to_thread.run_sync(
             lambda: store.refresh(
                 self.rt.db,
@@ -180,10 +177,7 @@ class Provider:
                 client_id=client.client_id or "",
                 scopes=tuple(scopes),
                 resource=self.resource,
-                access_hash=oauth.digest(access),
-                refresh_hash=oauth.digest(refresh),
-                access_ttl_s=oauth.ACCESS_TTL_S,
-                refresh_ttl_s=oauth.REFRESH_TTL_S,
+                pair=pair,
             )
         )
         return _tokens(minted, access, refresh)
@@ -206,6 +200,13 @@ def _canonical(uri: str) -> str:
         return str(AnyUrl(uri)) if uri else ""
     except ValidationError:
         return ""
+
+
+def _new_pair() -> tuple[str, str, store.Pair]:
+    """A fresh access and refresh token, and what the database keeps of them."""
+    access, refresh = oauth.new_access_token(), oauth.new_refresh_token()
+    pair = store.Pair(oauth.digest(access), oauth.digest(refresh), oauth.ACCESS_TTL_S, oauth.REFRESH_TTL_S)
+    return access, refresh, pair
 
 
 def _tokens(minted: store.Minted, access: str, refresh: str) -> OAuthToken:
