@@ -275,7 +275,7 @@ def test_a_request_for_a_scope_the_key_lacks_entirely_gets_an_error_not_a_code(h
     client = flow.register(http, base)
     pending = flow.start(http, base, client, scope="delete")
     params = flow.redirect_params(flow.decide(http, base, pending, reader.key))
-    assert params == {"error": "invalid_scope", "state": pending.state}
+    assert params == {"error": "invalid_scope", "state": pending.state, "iss": base}
 
 
 # --- the consent page ------------------------------------------------------------------------
@@ -347,7 +347,7 @@ def test_a_request_is_decided_once_and_deny_sends_access_denied(http, base, runt
     assert page.status_code == 400  # gone once approved
     denied = flow.start(http, base, client)
     params = flow.redirect_params(flow.decide(http, base, denied, "", decision="deny"))
-    assert params == {"error": "access_denied", "state": denied.state}
+    assert params == {"error": "access_denied", "state": denied.state, "iss": base}  # RFC 9207
     assert http.get(f"{base}/consent", params={"request": "no-such-request"}).status_code == 400
 
 

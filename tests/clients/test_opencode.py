@@ -39,10 +39,16 @@ def test_mcp_list_reports_the_server_connected(
     assert [r for r in tool_calls.calls("tools/list", user.id) if getattr(r, "status", None) == 200], out
 
 
-def test_mcp_list_with_a_wrong_key_reports_failure(server, runtime, client_env: Env) -> None:
+def test_mcp_list_with_a_wrong_key_is_not_connected_and_is_told_to_authenticate(
+    server, runtime, client_env: Env, tool_calls: ToolCalls
+) -> None:
+    """The header really is sent: a wrong key gets the 401, whose OAuth challenge (RFC 9728)
+    OpenCode 1.18 follows as far as it can without a browser: "needs authentication"."""
     user = make_user(runtime)
     client_env.connect("opencode", server.url, user.key, "--apply")
     done = client_env.run([opencode(client_env), "mcp", "list"], "sv_live_" + "W" * 32, **QUIET)
     out = done.stdout + done.stderr
     line = sessionvault_line(out)
-    assert "✗" in line and "failed" in line and "connected" not in line, out
+    assert "connected" not in line and ("needs authentication" in line or "failed" in line), out
+    reasons = {getattr(r, "auth_reason", None) for r in tool_calls.records}
+    assert "unknown_key" in reasons and "missing" not in reasons, reasons  # the key was sent

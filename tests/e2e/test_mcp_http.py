@@ -193,6 +193,11 @@ def test_body_cap_malformed_json_and_methods(server, user):
     assert too_big.status_code == 413
     assert raw_post(server.url, b"{not json", user.key).status_code == 400
     assert httpx2.get(server.url, headers={"Authorization": f"Bearer {user.key}"}).status_code == 405
+    # Without a credential, any method gets the same 401 challenge as a POST (RFC 9728 discovery).
+    challenge = raw_post(server.url, LIST_TOOLS)
+    for probe in (httpx2.get(server.url), httpx2.head(server.url)):
+        assert probe.status_code == 401
+        assert probe.headers["www-authenticate"] == challenge.headers["www-authenticate"]
     assert httpx2.get(server.url.replace("/mcp", "/health")).json() == {"ok": True}
 
 

@@ -133,3 +133,4 @@ async def test_the_401_points_at_metadata_that_points_at_this_server(server):
     assert metadata["code_challenge_methods_supported"] == ["S256"]
     assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert metadata["scopes_supported"] == ["read", "write", "delete"]
+    assert metadata["authorization_response_iss_parameter_supported"] is True  # RFC 9207

@@ -139,6 +139,7 @@ def approve(http: httpx2.Client, base: str, pending: Pending, key: str) -> str:
     """The code the server sends back to the redirect URI (state checked)."""
     params = redirect_params(decide(http, base, pending, key))
     assert params["state"] == pending.state
+    assert params["iss"] == base  # RFC 9207: the client can tell which server answered
     return params["code"]
 
 

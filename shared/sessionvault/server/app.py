@@ -153,6 +153,12 @@ class SessionVaultApp:
             await self._serve_oauth(scope, receive, send, headers, log, path)
             return
         if scope["method"] != "POST":
+            if auth.bearer_token(headers.get("authorization")) is None:
+                # The 401 first, as for a POST: clients probe with GET or HEAD to find the
+                # resource metadata (RFC 9728) before they have a token.
+                self._check_host(headers, log)
+                log.auth_reason = "missing"
+                raise auth.refused(oauth_server.base_url(self.rt.settings, headers))
             # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
             raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
         self._check_edge(headers, log)
@@ -195,9 +201,7 @@ class SessionVaultApp:
     ) -> None:
         """The OAuth endpoints and the consent page (no body read or database work before the
         Host is checked, as for /mcp)."""
-        if not guard.matches(headers.get("host", ""), self.policy.hosts):
-            log.edge_check = "host"
-            raise guard.refusal("host")
+        self._check_host(headers, log)
         base = oauth_server.base_url(self.rt.settings, headers)
         routed = {**scope, "path": path}
         if path == oauth_core.CONSENT_PATH:
@@ -206,6 +210,12 @@ class SessionVaultApp:
             await self.oauth.handle(routed, receive, send, base, log)
         else:
             raise Refused(404, NOT_FOUND, "validation")
+
+    def _check_host(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+        """The Host alone, where a URL is built from it and no body is read."""
+        if not guard.matches(headers.get("host", ""), self.policy.hosts):
+            log.edge_check = "host"
+            raise guard.refusal("host")
 
     def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
         """Refuse before the body is read and before any database work (`guard`)."""

@@ -3,8 +3,8 @@ their API keys. Server-rendered HTML, no JavaScript, no external resources.
 
     GET  /consent?request=<id>   the page (400 page for an unknown or expired id)
     POST /consent                request, csrf, api_key, decision=approve|deny
-                                 -> 303 to redirect_uri?code=..&state=..   (approve, valid key)
-                                 -> 303 to redirect_uri?error=access_denied&state=..   (deny)
+                                 -> 303 to redirect_uri?code=..&state=..&iss=..   (approve)
+                                 -> 303 to redirect_uri?error=access_denied&state=..&iss=..   (deny)
                                  -> 200 the page again, "That key was not accepted."   (bad key)
 
 CSRF: the form carries an HMAC of the request id under a key derived from the server's secret
@@ -176,9 +176,8 @@ class Consent:
             if denied is None:
                 return await self._unknown(send, log)
             log.status = 303
-            return await _redirect(
-                send, construct_redirect_uri(denied[0], error="access_denied", state=denied[1])
-            )
+            location = construct_redirect_uri(denied[0], error="access_denied", state=denied[1], iss=base)
+            return await _redirect(send, location)
         if decision != "approve":
             return await self._unknown(send, log)
         await self._approve(send, base, log, request_id, fields.get("api_key", "").strip())
@@ -203,10 +202,12 @@ class Consent:
         log.status = 303
         if approval.status == "no_scope":
             location = construct_redirect_uri(
-                approval.redirect_uri, error="invalid_scope", state=approval.state
+                approval.redirect_uri, error="invalid_scope", state=approval.state, iss=base
             )
         else:
-            location = construct_redirect_uri(approval.redirect_uri, code=code, state=approval.state)
+            location = construct_redirect_uri(
+                approval.redirect_uri, code=code, state=approval.state, iss=base
+            )
         await _redirect(send, location)
 
     async def _unknown(self, send: Send, log: RequestLog) -> None:

@@ -71,6 +71,8 @@ def _documents(base: str) -> tuple[bytes, bytes]:
         RevocationOptions(enabled=True),
     )
     metadata.token_endpoint_auth_methods_supported = list(AUTH_METHODS)
+    # RFC 9207: every redirect from the consent page names the issuer (Gemini CLI requires it).
+    metadata.authorization_response_iss_parameter_supported = True
     resource = ProtectedResourceMetadata(
         resource=_Url(url=oauth.resource_url(base)).url,  # type: ignore[arg-type]
         authorization_servers=[issuer],

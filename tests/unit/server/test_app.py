@@ -253,10 +253,20 @@ async def test_a_refusal_raised_again_and_again_does_not_grow_a_traceback(
 
 async def test_other_methods_and_paths_are_answered_and_logged(logs: list[telemetry.RequestLog]) -> None:
     app = make_app()
-    get = await call(app, http(method="GET"))
+    get = await call(app, http(method="GET", authorization="Bearer sv_live_" + "A" * 32))
     assert get.status == 405 and get.headers["allow"] == "POST"
     assert (await call(app, http(path="/admin"))).status == 404
     assert [(log.status, log.error_class) for log in logs] == [(405, "validation"), (404, "validation")]
+
+
+async def test_a_get_or_head_without_credentials_gets_the_challenge(logs: list[telemetry.RequestLog]) -> None:
+    """Clients probe /mcp before they have a token to find the resource metadata (RFC 9728)."""
+    app = make_app()
+    for method in ("GET", "HEAD"):
+        reply = await call(app, http(method=method))
+        assert reply.status == 401
+        assert reply.headers["www-authenticate"].startswith('Bearer resource_metadata="http://127.0.0.1')
+    assert [(log.status, log.auth_reason) for log in logs] == [(401, "missing"), (401, "missing")]
 
 
 async def test_health_answers_without_a_log_line(logs: list[telemetry.RequestLog]) -> None:
