@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import warnings
 from collections.abc import Iterator
 
 from sessionvault.errors import SessionVaultError
@@ -32,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return hook.main(argv[1:])
     args = parser().parse_args(argv)
+    # platformdirs (under the embedded Postgres) warns on every start where no desktop session
+    # set XDG_RUNTIME_DIR (containers, CI, ssh as root): noise the user can do nothing about.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     # One-shot commands keep stdout for their answer (a key, a JSON reply).
     quiet = _quiet_logs() if args.command not in ("dev", "serve") else contextlib.nullcontext()
     try:
