@@ -68,7 +68,9 @@ class Browser:
             back = await http.post(f"{parts.scheme}://{parts.netloc}/consent", data=form)
         assert back.status_code == 303, back.text
         query = parse_qs(urlsplit(back.headers["location"]).query)
-        self.result = AuthorizationCodeResult(code=query["code"][0], state=query["state"][0])
+        # RFC 9207: the SDK checks `iss` against the issuer it discovered.
+        code, state, iss = (query[k][0] for k in ("code", "state", "iss"))
+        self.result = AuthorizationCodeResult(code=code, state=state, iss=iss)
 
     async def callback_handler(self) -> AuthorizationCodeResult:
         assert self.result is not None
