@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sessionvault.core.records import DeleteAllArgs
-from sessionvault.db import sessions as store
+from sessionvault.db import deletes
 from sessionvault.errors import ValidationFailed
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def check_token(dek: bytes, user_id: str, repo: str, token: str, now: float | No
 def delete_all(vault: Vault, who: Principal, args: DeleteAllArgs) -> dict[str, Any]:
     dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
     if not args.confirm_token:
-        count = store.count(vault.db, who.user_id, args.repo)
+        count = deletes.count(vault.db, who.user_id, args.repo)
         return {
             "deleted": False,
             "would_delete": count,
@@ -70,5 +70,5 @@ def delete_all(vault: Vault, who: Principal, args: DeleteAllArgs) -> dict[str, A
     if args.confirm_phrase != PHRASE:
         raise ValidationFailed(f"invalid arguments: confirm_phrase: must be exactly {PHRASE!r}")
     check_token(dek, who.user_id, args.repo, args.confirm_token)
-    sessions, versions = store.delete_all(vault.db, who.user_id, args.repo)
+    sessions, versions = deletes.delete_all(vault.db, who.user_id, args.repo)
     return {"deleted": True, "sessions_deleted": sessions, "versions_deleted": versions}

@@ -26,7 +26,7 @@ from sessionvault.core.records import (
     SearchArgs,
 )
 from sessionvault.core.records import preview as make_preview
-from sessionvault.db import handoffs, search
+from sessionvault.db import deletes, handoffs, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, VaultError
@@ -230,7 +230,7 @@ class Vault:
         }
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
-        removed = store.delete(self.db, who.user_id, args.name)
+        removed = deletes.delete(self.db, who.user_id, args.name)
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}

@@ -215,12 +215,12 @@ _LOAD = (
 
 def get_by_name(db: Database, user_id: str, name: str, version: int | None) -> Row | None:
     sql = _LOAD + " AND s.name = %(name)s"
-    return _one(db, user_id, sql, {"user_id": user_id, "name": name, "version": version})
+    return tenant_row(db, user_id, sql, {"user_id": user_id, "name": name, "version": version})
 
 
 def get_latest_for_repo(db: Database, user_id: str, repo: str) -> Row | None:
     sql = _LOAD + " AND (%(repo)s = '' OR s.repo = %(repo)s) ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
-    return _one(db, user_id, sql, {"user_id": user_id, "repo": repo, "version": None})
+    return tenant_row(db, user_id, sql, {"user_id": user_id, "repo": repo, "version": None})
 
 
 # Each session's newest offer (if any) rides along: list_sessions shows its state.
@@ -255,51 +255,9 @@ def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetim
     return db.in_tenant(user_id, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
 
 
-# The statement's snapshot predates the cascade, so the join still sees the versions it
-# removes; the usage row gives back what they took. %s: a fixed filter on `sessions`.
-_DELETE = """
-WITH gone AS (DELETE FROM sessions WHERE user_id = %%(user_id)s AND %s RETURNING id),
-freed AS (
-    SELECT count(DISTINCT gone.id) AS sessions, count(v.version) AS versions,
-           coalesce(sum(octet_length(v.nonce) + octet_length(v.ciphertext)), 0) AS bytes
-    FROM gone LEFT JOIN session_versions v ON v.session_id = gone.id
-),
-counted AS (
-    UPDATE user_usage SET sessions = greatest(sessions - (SELECT sessions FROM freed), 0),
-                          bytes = greatest(bytes - (SELECT bytes FROM freed), 0)
-    WHERE user_id = %%(user_id)s
-)
-SELECT sessions, versions FROM freed
-"""
-
-
-def delete(db: Database, user_id: str, name: str) -> int | None:
-    """Delete a session and its history; the number of versions removed, or None if absent."""
-    row = _one(db, user_id, _DELETE % "name = %(name)s", {"user_id": user_id, "name": name})
-    return row["versions"] if row and row["sessions"] else None
-
-
-def delete_all(db: Database, user_id: str, repo: str) -> tuple[int, int]:
-    """Delete every session (of `repo`, when given): (sessions, versions) removed."""
-    row = _one(
-        db, user_id, _DELETE % "(%(repo)s = '' OR repo = %(repo)s)", {"user_id": user_id, "repo": repo}
-    )
-    return (row["sessions"], row["versions"]) if row else (0, 0)
-
-
-_COUNT = (
-    "SELECT count(*) AS n FROM sessions WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)"
-)
-
-
-def count(db: Database, user_id: str, repo: str) -> int:
-    row = _one(db, user_id, _COUNT, {"user_id": user_id, "repo": repo})
-    return int(row["n"]) if row else 0
-
-
 def usage(db: Database, user_id: str) -> Row | None:
     """The user's stored sessions and bytes (None before their first save)."""
-    return _one(db, user_id, _USAGE, (user_id,))
+    return tenant_row(db, user_id, _USAGE, (user_id,))
 
 
 def _vec(embedding: list[float] | None) -> Vector | None:
@@ -310,6 +268,6 @@ def iso(ts: datetime) -> str:
     return ts.isoformat(timespec="seconds")
 
 
-def _one(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
+def tenant_row(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
     """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
     return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()
