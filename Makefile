@@ -33,7 +33,7 @@ DEBS := pgbouncer chromium
 system-packages:
 	@missing=""; for p in $(DEBS); do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "Installing Debian packages for the tests:$$missing (usually 10-30 s)"; \
+	  echo "Installing Debian packages for the tests:$$missing (PgBouncer takes seconds; Chromium, about 100 MB with its libraries, a minute or two)"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing >/dev/null 2>&1 || \
 	  { $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing >/dev/null; }; \
