@@ -1,5 +1,5 @@
 """Migrate function: the Database custom resource's backing function (template.yaml). Invoked by
-CloudFormation only, on every deploy: migrates as the owner, sets the login roles' passwords,
+CloudFormation only, on every deploy that brings new code: migrates as the owner, sets the login roles' passwords,
 writes the functions' connection secrets, and always answers the stack (jobs/provision.py)."""
 
 from typing import Any

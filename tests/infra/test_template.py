@@ -493,7 +493,7 @@ def test_http_api_routes(template):
     from sessionvault.server.oauth import ENDPOINTS
 
     # Every path the app answers reaches it: a route missing here is a 404 from API Gateway.
-    served = {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/health")}
+    served = {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("HEAD", "/mcp"), ("GET", "/health")}
     served |= {(method, path) for path, (methods, _, _) in ENDPOINTS.items() for method in methods}
     served |= {("GET", rules.CONSENT_PATH), ("POST", rules.CONSENT_PATH)}
     served |= {("GET", rules.PROTECTED_RESOURCE_PATH), ("GET", rules.PROTECTED_RESOURCE_PATH + "/mcp")}
