@@ -132,6 +132,16 @@ def test_every_401_from_mcp_points_at_the_resource_metadata(public_url: str, col
     assert len({a["body"] for a in answers}) == 1  # identical whatever was wrong
 
 
+def test_a_head_or_get_of_mcp_without_a_credential_is_the_same_challenge(public_url: str, cold_start) -> None:
+    """Gemini CLI probes /mcp with HEAD before it has a token (template: the McpHead route)."""
+    mcp = cold_start("mcp")
+    expected = f'Bearer resource_metadata="{public_url}/.well-known/oauth-protected-resource/mcp"'
+    for method in ("HEAD", "GET"):
+        answer = invoke(mcp, event(method, "/mcp"))
+        assert answer["statusCode"] == 401, (method, answer)
+        assert answer["headers"]["www-authenticate"] == expected
+
+
 def test_the_whole_flow_works_across_lambda_instances(public_url: str, cold_start) -> None:
     """Register, authorize, consent, token and tools/list, each on a fresh cold-started
     instance: all state is in Postgres and the consent form's CSRF value is stateless."""
