@@ -1,6 +1,7 @@
 """Migrate function: the Database custom resource's backing function (template.yaml). Invoked by
-CloudFormation only, on every deploy that brings new code: migrates as the owner, sets the login roles' passwords,
-writes the functions' connection secrets, and always answers the stack (jobs/provision.py)."""
+CloudFormation only, on every deploy that brings new code: migrates as the owner, sets the login
+roles' passwords, writes the functions' connection secrets, and always answers the stack
+(jobs/provision.py)."""
 
 from typing import Any
 

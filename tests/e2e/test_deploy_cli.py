@@ -114,7 +114,8 @@ def test_a_second_deploy_uses_the_saved_config_and_keeps_the_key_unless_asked(cl
     cloud.write_text("")
     code, _out, err = sv(capfd, "deploy", "--user", user, "--new-key")
     assert code == 0, err
-    assert steps(cloud).count("aws lambda invoke") == 2  # the user exists: only a new key
+    # create_user (answered: it already exists), then create_key: a new key for the same user
+    assert steps(cloud).count("aws lambda invoke") == 2
     assert (tmp_path / "state" / "deployment.key").read_text() != key
 
 
@@ -136,8 +137,9 @@ def test_after_a_deploy_doctor_and_connect_default_to_the_deployed_url_and_key(
     assert f'export {names.KEY_ENV}="$(cat {key_file})"' in err
 
 
-def test_an_explicit_url_wins_and_never_gets_the_deployed_key(cloud, capfd, monkeypatch):
+def test_an_explicit_url_wins_and_never_gets_the_deployed_key(cloud, capfd, monkeypatch, tmp_path):
     assert sv(capfd, "deploy", "--owner-secret", "x", "--user", f"u-{os.urandom(4).hex()}")[0] == 0
+    shown = (tmp_path / "state" / "deployment.key").read_text().strip()[:12]  # what doctor prints of a key
     other = "http://127.0.0.1:9/mcp"
     monkeypatch.setenv(names.URL_ENV, other)
     _, out, _ = sv(capfd, "doctor")
@@ -146,6 +148,7 @@ def test_an_explicit_url_wins_and_never_gets_the_deployed_key(cloud, capfd, monk
     monkeypatch.delenv(names.URL_ENV)
     _, out, _ = sv(capfd, "doctor", "--url", other)
     assert f"SessionVault doctor: {other}" in out
+    assert f"✗ {names.KEY_ENV} is not set" in out and "API key from" not in out and shown not in out
 
 
 def test_a_failing_sam_deploy_stops_with_the_command_its_exit_code_and_its_last_errors(

@@ -14,12 +14,13 @@ import ipaddress
 import secrets
 from urllib.parse import urlsplit
 
+from sessionvault.core import apikeys
+
 ACCESS_PREFIX = "sv_at_"
 REFRESH_PREFIX = "sv_rt_"
 ACCESS_TTL_S = 3600  # one hour
 REFRESH_TTL_S = 30 * 24 * 3600  # rotated on every use; an unused one lapses after 30 days
-CODE_TTL_S = 600  # set in SQL (0005): ten minutes
-SCOPES = ("read", "write", "delete")  # as API keys (core/apikeys.py)
+SCOPES = apikeys.SCOPES  # an OAuth token's scopes are an API key's
 
 # Dynamic registration is open to anyone: these bound what it can store.
 MAX_REDIRECT_URIS = 5
@@ -27,7 +28,6 @@ MAX_URI_CHARS = 512
 MAX_CLIENT_NAME_CHARS = 100
 REQUESTS_PER_CLIENT = 50  # live pending authorization requests per client
 MAX_STATE_CHARS = 1024  # `state` is stored with the pending request: bounded like the rest
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 MCP_PATH = "/mcp"
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
@@ -55,8 +55,7 @@ def new_request_id() -> str:
     return _random()
 
 
-def digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
+digest = apikeys.digest  # the same SHA-256 as API keys
 
 
 def looks_like_access_token(value: str) -> bool:

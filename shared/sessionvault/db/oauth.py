@@ -5,7 +5,6 @@ and looked up only as SHA-256 hashes."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -57,7 +56,6 @@ class Approval:
     status: str  # ok | unknown_request | bad_key | no_scope
     redirect_uri: str | None = None
     state: str | None = None
-    scopes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,8 +86,7 @@ def client(db: Database, client_id: str) -> Client | None:
     )
     if row is None:
         return None
-    info = row["info"] if isinstance(row["info"], dict) else json.loads(row["info"])
-    return Client(row["client_id"], row["secret_hash"], info)
+    return Client(row["client_id"], row["secret_hash"], row["info"])  # jsonb arrives as a dict
 
 
 def begin(db: Database, request: Pending, per_client: int) -> bool:
@@ -139,7 +136,7 @@ def approve(db: Database, request_id: str, key_hash: bytes, code_hash: bytes) ->
     row = _one(db, "SELECT * FROM sessionvault_oauth_approve(%s, %s, %s)", (request_id, key_hash, code_hash))
     if row is None:
         return Approval("unknown_request")
-    return Approval(row["status"], row["redirect_uri"], row["state"], tuple(row["scopes"] or ()))
+    return Approval(row["status"], row["redirect_uri"], row["state"])
 
 
 def deny(db: Database, request_id: str) -> tuple[str, str | None] | None:

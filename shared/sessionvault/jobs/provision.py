@@ -1,6 +1,7 @@
-"""The Database custom resource (template.yaml, Custom::SessionVaultDatabase): on every deploy,
-inside the account, as the database owner: apply pending migrations, give the three login roles
-their passwords from the stack's role secrets, and write the connection URLs the functions read.
+"""The Database custom resource (template.yaml, Custom::SessionVaultDatabase): on every deploy
+that brings new code (a new shared-code layer version), inside the account, as the database
+owner: apply pending migrations, give the three login roles their passwords from the stack's
+role secrets, and write the connection URLs the functions read.
 
 Create and Update do the same idempotent work: an Update with nothing pending applies nothing
 and leaves the URL secrets' versions as they were (a value is written only when it changed).
@@ -98,12 +99,16 @@ class Scrubber:
 SecretsClient = Any  # a boto3 Secrets Manager client (boto3 ships no type stubs here)
 
 
+def error_code(exc: BaseException) -> str:
+    """botocore's errors carry a code: keep it, not the whole message."""
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__)
+
+
 def read_secret(client: SecretsClient, secret_id: str, what: str, scrub: Scrubber) -> str:
     try:
         value = client.get_secret_value(SecretId=secret_id)["SecretString"]
-    except Exception as exc:  # botocore's errors carry the code; keep it, not the whole message
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
-        raise ProvisionFailed(f"could not read {what} {secret_id} ({code})") from None
+    except Exception as exc:
+        raise ProvisionFailed(f"could not read {what} {secret_id} ({error_code(exc)})") from None
     return scrub.add(str(value))
 
 
@@ -212,8 +217,8 @@ def provision(props: Properties, client: SecretsClient, scrub: Scrubber, remaini
         try:
             write_if_changed(client, login.url_secret, url)
         except Exception as exc:
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code") or type(exc).__name__
-            raise ProvisionFailed(f"could not write the secret {login.url_secret} ({code})") from None
+            reason = f"could not write the secret {login.url_secret} ({error_code(exc)})"
+            raise ProvisionFailed(reason) from None
     return len(applied)
 
 
@@ -244,7 +249,8 @@ def respond(event: dict[str, Any], status: str, reason: str, physical_id: str, d
                     return True
         except Exception:  # retried, then logged by the caller
             pass
-        time.sleep(0.5 * (attempt + 1))
+        if attempt + 1 < RESPONSE_ATTEMPTS:  # no wait after the last one
+            time.sleep(0.5 * (attempt + 1))
     return False
 
 

@@ -23,7 +23,7 @@ from sessionvault.errors import DeployFailed
 from sessionvault.local import target
 from sessionvault.local.prerequisites import prerequisites
 from sessionvault.local.rpc import require_safe_url
-from sessionvault.local.shell import Shell, failed
+from sessionvault.local.shell import Shell
 from sessionvault.names import KEY_ENV, LOCAL_USER
 
 STACK = "sessionvault"
@@ -157,23 +157,21 @@ def invoke_admin(
     request, response = tmp / "request.json", tmp / "response.json"
     argv = ["aws", "lambda", "invoke", "--function-name", function, "--region", region]
     argv += ["--payload", f"fileb://{request}", "--output", "json", str(response)]
-    shell.show(argv)
-    print(f"  ({request.name}: {json.dumps(payload)})", file=shell.out)
+    note = f"  ({request.name}: {json.dumps(payload)})"
     if shell.dry_run:
+        shell.show(argv)
+        print(note, file=shell.out)
         return {}
     fd = os.open(request, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(payload, f)
     try:
-        done = shell.look(argv)
-        if done is None:
-            raise DeployFailed("aws: not found")
-        if done.returncode:
-            raise failed(argv, done.returncode, done.stderr.splitlines())
+        stdout = shell.read(argv)  # prints the command, then runs it
+        print(note, file=shell.out)
         answer: dict[str, Any] = json.loads(response.read_bytes() or b"{}")
     finally:
         response.unlink(missing_ok=True)
-    if json.loads(done.stdout or "{}").get("FunctionError"):
+    if json.loads(stdout or "{}").get("FunctionError"):
         raise DeployFailed(
             f"the admin function failed ({answer.get('errorType', 'error')}: "
             f"{answer.get('errorMessage', '')}); its log: aws logs tail /aws/lambda/{function} --since 10m"

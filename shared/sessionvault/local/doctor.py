@@ -71,26 +71,21 @@ def check_server(url: str, timeout: float = TIMEOUT_S) -> Check:
 
 
 def check_key(
-    url: str,
-    env: Mapping[str, str],
-    *,
-    reachable: bool,
-    timeout: float = TIMEOUT_S,
-    saved: tuple[str, str] = ("", ""),
+    url: str, found: tuple[str, str], *, reachable: bool, timeout: float = TIMEOUT_S
 ) -> list[Check]:
-    """`saved`: the deployed stack's key and its file, used when $SESSIONVAULT_API_KEY is unset."""
-    key = env.get(KEY_ENV, "").strip()
+    """`found`: the key and where it came from, as `target.default_key` resolves them."""
+    key, source = found
     new_key = "sessionvault key create --label laptop"
-    if key:
-        out = [Check(True, f"{KEY_ENV} is set ({key[:12]}...)")]
-    elif saved[0]:
-        key, new_key = saved[0], "sessionvault deploy --new-key"
-        out = [
-            Check(True, f"API key from {saved[1]} ({key[:12]}...)"),
-            Check(None, f'clients that read ${KEY_ENV} need: export {KEY_ENV}="$(cat {saved[1]})"'),
-        ]
-    else:
+    if not key:
         return [Check(False, f"{KEY_ENV} is not set", f"export {KEY_ENV}=sv_live_...")]
+    if source == KEY_ENV:
+        out = [Check(True, f"{KEY_ENV} is set ({key[:12]}...)")]
+    else:  # the deployed stack's key file
+        new_key = "sessionvault deploy --new-key"
+        out = [
+            Check(True, f"API key from {source} ({key[:12]}...)"),
+            Check(None, f'clients that read ${KEY_ENV} need: export {KEY_ENV}="$(cat {source})"'),
+        ]
     if not reachable:
         return out  # nothing to check it against
     body = rpc.rpc_body("tools/list")
@@ -227,8 +222,8 @@ def run_checks(
     url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
 ) -> list[Check]:
     server = check_server(url, timeout)
-    saved = target.default_key({}, target.state_folder(env, home), url)  # the deployment's key file
-    out = [server, *check_key(url, env, reachable=server.ok is True, timeout=timeout, saved=saved)]
+    found = target.default_key(env, target.state_folder(env, home), url)
+    out = [server, *check_key(url, found, reachable=server.ok is True, timeout=timeout)]
     client_checks, configured = check_clients(url, home=home, cwd=cwd)
     return out + client_checks + check_hooks(configured, home=home, cwd=cwd)
 

@@ -11,14 +11,12 @@ from pathlib import Path
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sessionvault.db.migrations import create_database, enable_login, migrate
+from sessionvault.db.roles import ADMIN_ROLE, APP_ROLE, LOGIN_ROLES, MAINT_ROLE
 from sessionvault.errors import ConfigError
 from sessionvault.local.secretfile import read_or_create_secret
 from sessionvault.names import HOME_ENV
 
 DATABASE = "sessionvault"
-APP_ROLE = "sessionvault_app"
-ADMIN_ROLE = "sessionvault_admin"
-MAINT_ROLE = "sessionvault_maint"
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ def start(home: Path) -> Embedded:
     create_database(make_conninfo("", **base), DATABASE)
     owner_url = make_conninfo("", **{**base, "dbname": DATABASE})
     migrate(owner_url)
-    enable_login(owner_url, (APP_ROLE, ADMIN_ROLE, MAINT_ROLE))  # local sockets use trust auth
+    enable_login(owner_url, LOGIN_ROLES)  # local sockets use trust auth
     as_role = {**base, "dbname": DATABASE, "password": ""}
     return Embedded(
         home,

@@ -83,6 +83,7 @@ class SessionVaultApp:
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
         self.oauth = oauth_server.OAuthServer(runtime)
         self.consent = Consent(runtime, self.failures)
+        self.prefix = oauth_core.base_path(settings.public_url)  # '' unless under a path
         # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
         # behind API Gateway the Host is the API's domain) is kept, with the same lists.
         self.security = TransportSecuritySettings(
@@ -185,7 +186,7 @@ class SessionVaultApp:
         """The request's path without a trailing slash, and without the public URL's path when
         the gateway passed it on (a custom domain mapped under a path)."""
         path: str = scope["path"]
-        prefix = oauth_core.base_path(self.rt.settings.public_url)
+        prefix = self.prefix
         if prefix and (path == prefix or path.startswith(prefix + "/")):
             path = path[len(prefix) :]
         return path.rstrip("/") or "/"

@@ -42,6 +42,9 @@ from sessionvault.settings import Settings
 from sessionvault.telemetry import RequestLog
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+REGISTRATION = ClientRegistrationOptions(
+    enabled=True, valid_scopes=list(oauth.SCOPES), default_scopes=list(oauth.SCOPES)
+)
 
 
 class _Url(BaseModel):
@@ -65,9 +68,7 @@ def _documents(base: str) -> tuple[bytes, bytes]:
     metadata = build_metadata(
         issuer,
         None,
-        ClientRegistrationOptions(
-            enabled=True, valid_scopes=list(oauth.SCOPES), default_scopes=list(oauth.SCOPES)
-        ),
+        REGISTRATION,
         RevocationOptions(enabled=True),
     )
     metadata.token_endpoint_auth_methods_supported = list(AUTH_METHODS)
@@ -83,9 +84,10 @@ def _documents(base: str) -> tuple[bytes, bytes]:
     return metadata.model_dump_json(**dump).encode(), resource.model_dump_json(**dump).encode()  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=32)
 def well_known_paths(base: str) -> dict[str, int]:
     """Path -> which document (0: authorization server, 1: protected resource), in the root
-    form and RFC 8414 / RFC 9728's path-inserted forms."""
+    form and RFC 8414 / RFC 9728's path-inserted forms. Cached: asked twice per request; read only."""
     prefix = oauth.base_path(base)
     return {
         oauth.AUTHORIZATION_SERVER_PATH: 0,
@@ -114,10 +116,7 @@ async def _token(request: Request, provider: Provider) -> Response:
 
 
 async def _register(request: Request, provider: Provider) -> Response:
-    options = ClientRegistrationOptions(
-        enabled=True, valid_scopes=list(oauth.SCOPES), default_scopes=list(oauth.SCOPES)
-    )
-    return await RegistrationHandler(provider, options).handle(request)
+    return await RegistrationHandler(provider, REGISTRATION).handle(request)
 
 
 async def _revoke(request: Request, provider: Provider) -> Response:

@@ -61,7 +61,6 @@ class Provider:
     base: str
     address: bytes | None = None  # the caller's address, salted and hashed as in the audit trail
     form: Mapping[str, str] = field(default_factory=dict)
-    stored: dict[str, store.Client] = field(default_factory=dict)
 
     @property
     def resource(self) -> str:
@@ -70,15 +69,20 @@ class Provider:
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, self.rt.db, *args)
 
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+    async def lookup(self, client_id: str) -> tuple[RegisteredClient, bytes | None] | None:
+        """A registered client and the SHA-256 of its secret (None: a public client), or None."""
         found = await self._db(store.client, client_id[:200])
         if found is None:
             return None
-        self.stored[client_id] = found
         try:
-            return RegisteredClient.model_validate({**found.info, "client_id": found.client_id})
+            client = RegisteredClient.model_validate({**found.info, "client_id": found.client_id})
         except ValidationError:
             return None
+        return client, found.secret_hash
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        found = await self.lookup(client_id)
+        return None if found is None else found[0]
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         _check_registration(client_info)
@@ -250,10 +254,10 @@ class HashedSecretAuthenticator(ClientAuthenticator):
     async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
         form = await request.form()
         client_id = form.get("client_id")
-        client = await self.store.get_client(client_id) if isinstance(client_id, str) and client_id else None
-        stored = self.store.stored.get(client_id) if isinstance(client_id, str) else None
-        if client is None or stored is None:
+        found = await self.store.lookup(client_id) if isinstance(client_id, str) and client_id else None
+        if found is None:
             raise AuthenticationError("invalid client")
+        client, secret_hash = found
         method = client.token_endpoint_auth_method
         if method == "client_secret_basic":
             secret = _basic_secret(request.headers.get("authorization", ""), client_id)  # type: ignore[arg-type]
@@ -262,11 +266,11 @@ class HashedSecretAuthenticator(ClientAuthenticator):
             secret = raw if isinstance(raw, str) else None
         else:
             secret = None
-        if stored.secret_hash is None:
+        if secret_hash is None:
             if method != "none":
                 raise AuthenticationError("invalid client")
             return client
-        if not secret or not hmac.compare_digest(oauth.digest(secret), stored.secret_hash):
+        if not secret or not hmac.compare_digest(oauth.digest(secret), secret_hash):
             raise AuthenticationError("invalid client")
         return client
 

@@ -26,10 +26,6 @@ def test_only_a_sha256_of_a_token_is_what_gets_stored():
     assert oauth.digest(token) == hashlib.sha256(token.encode()).digest()
 
 
-def test_lifetimes_are_one_hour_for_access_and_ten_minutes_for_codes():
-    assert oauth.ACCESS_TTL_S == 3600 and oauth.CODE_TTL_S == 600
-
-
 def test_pkce_s256_matches_rfc_7636_appendix_b():
     assert (
         oauth.s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")

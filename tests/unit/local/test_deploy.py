@@ -201,12 +201,12 @@ def test_missing_prerequisites_are_each_listed_with_the_command_that_fixes_them(
         deploy.run(deploy.Options(owner_secret="x"), root=tmp_path, env=env, out=out)
     text = out.getvalue()
     for problem in (
-        "not the SessionVault repository root",
-        "AWS CLI is not installed",
-        "SAM CLI",
-        "python3.12",
+        f"{tmp_path} is not the SessionVault repository root",
+        "the AWS CLI is not installed",
+        "the SAM CLI is not installed",
+        "python3.12 does not run here",
     ):
-        assert f"✗ {problem}" in text or problem in text, problem
+        assert f"✗ {problem}" in text, problem
     assert text.count("✗") == text.count("fix:") >= 4
     assert "make .venv-sam/.installed-stamp" in text
 
