@@ -214,7 +214,7 @@ class SessionVaultApp:
 
     def _check_host(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
         """The Host alone, where a URL is built from it and no body is read."""
-        if not guard.matches(headers.get("host", ""), self.policy.hosts):
+        if not guard.host_allowed(headers.get("host", ""), self.policy.hosts):
             log.edge_check = "host"
             raise guard.refusal("host")
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections import OrderedDict, deque
@@ -53,6 +54,16 @@ LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"
 def is_local(settings: Settings) -> bool:
     """Serving on this machine (named hosts only), not behind a gateway (`*`)."""
     return ANY not in settings.allowed_hosts
+
+
+# A DNS name or IPv4 address, or a bracketed IPv6 address, and an optional port: the issuer
+# and resource URLs are built from the Host, so "*" admits any host of this shape, not any text.
+_HOST = re.compile(r"(?:[a-z0-9_](?:[a-z0-9_.-]{0,251}[a-z0-9_])?|\[[0-9a-f:.]{2,45}\])(?::[0-9]{1,5})?")
+
+
+def host_allowed(host: str, patterns: Iterable[str]) -> bool:
+    """A well-formed Host that `patterns` admit."""
+    return _HOST.fullmatch(host.strip().lower()) is not None and matches(host, patterns)
 
 
 def matches(value: str, patterns: Iterable[str]) -> bool:
@@ -88,7 +99,7 @@ class HeaderPolicy:
     def check(self, headers: Mapping[str, str]) -> Check | None:
         """The first check the request's headers fail, else None. `headers` as from
         `edge.headers_of` (lower-case names)."""
-        if not matches(headers.get("host", ""), self.hosts):
+        if not host_allowed(headers.get("host", ""), self.hosts):
             return "host"
         origin = headers.get("origin")
         if origin and not matches(origin, self.origins):

@@ -12,6 +12,7 @@ from sessionvault.server.guard import (
     LOOPBACK_ORIGINS,
     AuthFailureLimit,
     HeaderPolicy,
+    host_allowed,
     is_json,
     is_local,
     key_digest,
@@ -75,6 +76,21 @@ def test_an_exact_pattern_matches_only_itself() -> None:
 def test_a_star_matches_anything() -> None:
     assert matches("abc123.execute-api.us-east-1.amazonaws.com", ["*"])
     assert matches("", ["*"])
+
+
+@pytest.mark.parametrize("host", ["[", "", "a b", 'x"y', "host/path", "user@host", "h:port", "[::1"])
+def test_a_host_header_that_is_no_host_is_refused_even_where_any_host_is_allowed(host: str) -> None:
+    """Found by the attack tier: behind the gateway ("*") a Host of "[" reached the OAuth
+    challenge, whose URL is built from the Host, and crashed it (a 500)."""
+    assert not host_allowed(host, ["*"])
+    assert GATEWAY.check({"host": host, "content-type": "application/json"}) == "host"
+
+
+@pytest.mark.parametrize(
+    "host", ["abc.execute-api.eu-west-1.amazonaws.com", "Vault.Example.com:443", "[::1]:8765"]
+)
+def test_a_well_formed_host_is_allowed_where_any_host_is(host: str) -> None:
+    assert host_allowed(host, ["*"])
 
 
 def test_no_patterns_match_nothing() -> None:
