@@ -24,13 +24,14 @@ from sessionvault.runtime import Runtime
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.server.edge import UNAUTHORIZED
 
-from .conftest import GENERATED, OUTCOMES, scaled
+from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled
 from .strategies import CHARS, JSON, LEGACY_VERSIONS, MODERN, NAME_POOL
 from .support import HOST, Fuzzer, Req, catch_logs
 
 FUZZ = settings(
     deadline=None,
     database=None,
+    derandomize=DERANDOMIZE,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )

@@ -22,7 +22,7 @@ from sessionvault.runtime import Runtime
 from sessionvault.server import tools
 from sessionvault.server.app import SessionVaultApp
 
-from .conftest import GENERATED, OUTCOMES, scaled
+from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled
 from .strategies import CHARS, arguments, envelope, values
 from .support import Fuzzer, Outcome, Req, catch_logs, mcp_headers
 
@@ -32,6 +32,7 @@ BATCH = 4  # calls per example, sent concurrently
 FUZZ = settings(
     deadline=None,
     database=None,
+    derandomize=DERANDOMIZE,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )

@@ -27,7 +27,7 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server import tools
 
 from ..conftest import ServerThread, User
-from .conftest import GENERATED, attack_settings, scaled
+from .conftest import DERANDOMIZE, GENERATED, attack_settings, scaled
 from .support import PROTOCOL_VERSION
 
 HISTORY_KEEP = 2  # versions kept besides the head: small, so the model sees pruning
@@ -335,6 +335,7 @@ def test_tenants_see_only_their_own_rows(pg, iso_runtime, iso_server, new_user) 
             stateful_step_count=30,
             deadline=None,
             database=None,
+            derandomize=DERANDOMIZE,
             print_blob=True,
             suppress_health_check=[HealthCheck.too_slow],
         ),
