@@ -60,6 +60,13 @@ def isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.fixture
+def http() -> Iterator[httpx2.Client]:
+    """A plain HTTP client for tests that speak to a server thread directly."""
+    with httpx2.Client(timeout=30) as client:
+        yield client
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

@@ -33,12 +33,6 @@ def served(runtime: Runtime) -> Iterator[ServerThread]:
 
 
 @pytest.fixture
-def http() -> Iterator[httpx2.Client]:
-    with httpx2.Client(timeout=30) as client:
-        yield client
-
-
-@pytest.fixture
 def base(served: ServerThread) -> str:
     return flow.base_of(served.url)
 

@@ -3,20 +3,12 @@ server and database. Each test here failed before its fix."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx2
 import psycopg
 import pytest
 
 from ..conftest import ServerThread
 from ..support import oauth as flow
-
-
-@pytest.fixture
-def http() -> Iterator[httpx2.Client]:
-    with httpx2.Client(timeout=30) as client:
-        yield client
 
 
 def pending_rows(pg, client_id: str) -> list[tuple[int, int]]:

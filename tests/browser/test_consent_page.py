@@ -30,12 +30,6 @@ def callback() -> Iterator[LocalSite]:
         yield site
 
 
-@pytest.fixture
-def http() -> Iterator[httpx2.Client]:
-    with httpx2.Client(timeout=30) as client:
-        yield client
-
-
 def authorize_url(base: str, client: flow.Registered, challenge: str, state: str) -> str:
     params = flow.authorize_params(client, challenge, state, scope="read write", resource=resource_url(base))
     return f"{base}/authorize?{urlencode(params)}"

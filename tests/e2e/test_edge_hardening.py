@@ -85,12 +85,6 @@ def edge(runtime: Runtime) -> Iterator[ServerThread]:
         yield s
 
 
-@pytest.fixture
-def http() -> Iterator[httpx2.Client]:
-    with httpx2.Client(timeout=30) as client:
-        yield client
-
-
 # --- refused at the edge: before the body, before the database ----------------------------------
 
 
