@@ -50,13 +50,15 @@ class ModelRecorder:
             def _record_and_refuse(self) -> None:
                 size = min(int(self.headers.get("Content-Length") or 0), _MAX_BODY)
                 body = self.rfile.read(size).decode("utf-8", "replace") if size else ""
-                recorder._add(Recorded(self.command, self.path, body))
-                self.send_response(ERROR_STATUS)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(ERROR_BODY)))
+                request = Recorded(self.command, self.path, body)
+                recorder._add(request)
+                status, content_type, payload = recorder.answer(request)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
                 self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(ERROR_BODY)
+                self.wfile.write(payload)
 
             do_POST = do_GET = do_PUT = _record_and_refuse
 
@@ -66,6 +68,11 @@ class ModelRecorder:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def answer(self, request: Recorded) -> tuple[int, str, bytes]:
+        """(status, content type, body) of the reply to `request`: the final error here; a
+        scripted model (tests/support) answers its provider's API instead."""
+        return ERROR_STATUS, "application/json", ERROR_BODY
 
     @property
     def base_url(self) -> str:
