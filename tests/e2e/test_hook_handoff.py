@@ -172,3 +172,23 @@ async def test_a_handoff_commit_missing_from_this_clone_is_reported(server, user
     text = await hook(server.url, user.key, checkout)
     assert "**Open handoff**" in text
     assert f"commit {unknown[:12]} is not in this clone" in text
+
+
+async def test_a_handoff_saved_in_one_spelling_is_shown_and_claimed_in_another(
+    server, user, tmp_path
+) -> None:
+    """The core loop across spellings: a model saves with the ssh remote (what the handoff prompt
+    asks for), the next client's clone has the https remote, and it claims with a third form."""
+    clone = tmp_path / "widget"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True)
+    git(clone, "remote", "add", "origin", "https://github.com/Acme/Widget")
+    commit(clone, {"README.md": "widget\n"}, "start")
+    save = {"name": "ssh-spelled", "repo": "git@github.com:acme/widget.git", "summary": "over to you"}
+    saved = await call(server.url, user.key, "save_session", {**save, "handoff": True, "client": "cursor"})
+    assert saved["handoff"]["state"] == "open"
+
+    text = await hook(server.url, user.key, clone)
+    assert "**Open handoff**" in text and "repo='github.com/acme/widget'" in text
+    claim = {"repo": "ssh://git@github.com:22/ACME/widget", "accept": True, "client": "claude-code"}
+    won = await call(server.url, user.key, "load_session", claim)
+    assert won["found"] and won["name"] == "ssh-spelled" and won["repo"] == "github.com/acme/widget"

@@ -149,7 +149,6 @@ async def test_secrets_are_redacted_before_anything_is_stored(redacting, pg, cap
     assert saved["redacted"] == [
         {"field": "name", "kind": "aws_access_key"},
         {"field": "summary", "kind": "github_token"},
-        {"field": "repo", "kind": "url_password"},
         {"field": "plan[1]", "kind": "stripe_key"},
         {"field": "decisions[0].reason", "kind": "openai_key"},
         {"field": "todos[0]", "kind": "sessionvault_key"},
@@ -161,7 +160,8 @@ async def test_secrets_are_redacted_before_anything_is_stored(redacting, pg, cap
     assert loaded["summary"] == (
         "Rotated the leaked token [REDACTED:github_token] and moved billing to the new key"
     )
-    assert loaded["repo"] == "https://ci:[REDACTED:url_password]@github.com/acme/shop"
+    # A remote's credentials are not even redacted: the one repo identity drops them.
+    assert loaded["repo"] == "github.com/acme/shop"
     assert loaded["plan"] == [
         "revoke the old key",
         "STRIPE_KEY=[REDACTED:stripe_key] goes to Secrets Manager",

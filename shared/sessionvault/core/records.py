@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sessionvault.core.repos import canonical_repo
 from sessionvault.errors import ValidationFailed
 
 MAX_TEXT = 4000
@@ -23,7 +24,9 @@ Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_no_nul)]
 MAX_NAME = 200
 MAX_REPO = 300
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME), AfterValidator(_no_nul)]
-Repo = Annotated[str, Field(max_length=MAX_REPO), AfterValidator(_no_nul)]
+# Every repo the server receives is canonicalized here, so one repository has one name
+# whichever way a client spells it (core.repos).
+Repo = Annotated[str, Field(max_length=MAX_REPO), AfterValidator(_no_nul), AfterValidator(canonical_repo)]
 Items = Annotated[list[Text], Field(max_length=MAX_ITEMS)]
 Client = Annotated[str, Field(max_length=100), AfterValidator(_no_nul)]
 
@@ -59,7 +62,11 @@ class SaveArgs(Strict):
     files: Annotated[Items, Field(description="Relevant file paths")] = []
     errors: Annotated[Items, Field(description="Errors seen")] = []
     tried: Annotated[Items, Field(description="What was tried and the result")] = []
-    client: Annotated[Repo, Field(description="Your client's name, e.g. claude-code")] = ""
+    client: Annotated[
+        str,
+        Field(max_length=MAX_REPO, description="Your client's name, e.g. claude-code"),
+        AfterValidator(_no_nul),
+    ] = ""
     branch: Annotated[Branch, Field(description="Git branch")] = ""
     commit: Annotated[Commit, Field(description="Git commit (HEAD)")] = ""
     handoff: Annotated[bool, Field(description="Offer this version as a handoff to the next client")] = False

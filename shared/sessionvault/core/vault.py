@@ -26,6 +26,7 @@ from sessionvault.core.records import (
     SearchArgs,
 )
 from sessionvault.core.records import preview as make_preview
+from sessionvault.core.repos import canonical_repo
 from sessionvault.db import deletes, handoffs, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
@@ -168,7 +169,7 @@ class Vault:
             "notice": framing.RESULT_NOTICE,
             "found": True,
             "name": row["name"],
-            "repo": record["repo"],
+            "repo": canonical_repo(record["repo"]),  # as saved, in a version from before 0006
             "version": row["version"],
             "latest_version": row["head"],
             "saved_at": record["saved_at"],
@@ -244,7 +245,9 @@ def _meta_mac(dek: bytes, user_id: str, session_id: Any, version: int, head: sto
 def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
     the database (or saved before MACs existed) lists with its client and preview withheld."""
-    head = store.Head(row["name"], row["repo"], row["preview"], row["client"], None, None)
+    # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
+    # that spelling apart from the canonical `repo` they are listed and found under.
+    head = store.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
     expected = _meta_mac(dek, user_id, row["id"], row["version"], head)
     trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
     entry = {

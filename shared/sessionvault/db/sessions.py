@@ -70,7 +70,7 @@ WHERE usage.bytes + %(size)s <= %(max_bytes)s
   AND (usage.sessions < %(max_sessions)s
        OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
 ON CONFLICT (user_id, name) DO UPDATE SET
-    repo = EXCLUDED.repo, preview = EXCLUDED.preview, client = EXCLUDED.client,
+    repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview, client = EXCLUDED.client,
     version = sessions.version + 1, embedding = EXCLUDED.embedding,
     embedding_model = EXCLUDED.embedding_model, embed_failures = 0, embed_retry_at = NULL,
     updated_at = clock_timestamp()
@@ -226,7 +226,8 @@ def get_latest_for_repo(db: Database, user_id: str, repo: str) -> Row | None:
 # Each session's newest offer (if any) rides along: list_sessions shows its state.
 _PAGE = (
     """
-SELECT s.id, s.name, s.repo, s.preview, s.version, s.client, s.updated_at, s.meta_mac,"""
+SELECT s.id, s.name, s.repo, s.preview, s.version, s.client, s.updated_at, s.meta_mac,
+       coalesce(s.saved_repo, s.repo) AS saved_repo,"""
     + STATE_COLUMNS
     + """
 FROM sessions s

@@ -15,27 +15,31 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from sessionvault.core.repos import remote_identity
 
 # Reading local git metadata is fast; a hung git (network filesystem, credential helper)
 # must not stall a hook or a tool call.
 _GIT_TIMEOUT_S = 2.0
 
-# scp-like syntax `[user@]host:path`; a `/` before the `:` would make it a local path.
-_SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.+)$")
-
-
 def current_repo(cwd: Path | None = None) -> str:
-    """Name of the repo that `cwd` (default: the process cwd) belongs to. Never raises."""
+    """Name of the repo that `cwd` (default: the process cwd) belongs to. Never raises.
+
+    The `origin` remote in the server's canonical form (core.repos), else the main checkout's
+    folder name: a linked worktree (`git worktree add ../app-fix`) is the same repository as
+    its main checkout, so it files under the same name. A submodule is a repository of its own
+    (its own remote, else its own folder)."""
     where = Path.cwd() if cwd is None else cwd
     remote = _git(where, "remote", "get-url", "origin")
     if remote:
-        normalized = normalize_remote(remote)
+        normalized = remote_identity(remote)
         if normalized:
             return normalized
-    top = _git(where, "rev-parse", "--show-toplevel")
-    if top:
-        return Path(top).name
+    out = _git(where, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir")
+    parts = out.split("\n") if out else []
+    if len(parts) == 2:
+        top, common = Path(parts[0]), Path(parts[1])
+        return common.parent.name if common.name == ".git" else top.name
     return where.absolute().name
 
 
@@ -110,29 +114,6 @@ def drift_since(commit: str, cwd: Path | None = None) -> Drift | None:
     # -z: names unquoted and NUL-separated; empty output (no changes) comes back as None.
     names = [n for n in (_git(where, "diff", "--name-only", "-z", commit, "--") or "").split("\0") if n]
     return Drift(commit, head, branch, True, commits, len(names), tuple(names[:DRIFT_NAMES]))
-
-
-def normalize_remote(url: str) -> str | None:
-    """`git@github.com:Owner/Name.git` -> `github.com/Owner/Name`; None for local paths.
-
-    Only the host is lower-cased: it is case-insensitive, while owner and name may not be
-    on every forge. User info, port and `.git` are dropped so the https and ssh clones of
-    one repo get one name.
-    """
-    url = url.strip()
-    if "://" in url:
-        parts = urlsplit(url)
-        host, path = parts.hostname or "", parts.path
-    else:
-        match = _SCP_LIKE.match(url)
-        if not match:
-            return None
-        host, path = match["host"].lower(), match["path"]
-    path = path.strip("/")
-    path = path.removesuffix(".git").strip("/")
-    if not host or not path:
-        return None
-    return f"{host}/{path}"
 
 
 def _git(where: Path, *args: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from mcp import types
 
 from sessionvault.core import framing
+from sessionvault.core.repos import canonical_repo
 from sessionvault.errors import ValidationFailed
 
 _REPO_ARG = types.PromptArgument(
@@ -94,7 +95,7 @@ async def on_list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
 
 async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
     args = params.arguments or {}
-    repo = str(args.get("repo") or "")
+    repo = canonical_repo(str(args.get("repo") or ""))
     if params.name == "handoff":
         text = handoff_text(repo, str(args.get("name") or ""))
     elif params.name == "resume":

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.local import repo
-from sessionvault.local.repo import current_repo, normalize_remote
+from sessionvault.local.repo import current_repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -24,7 +24,7 @@ def _git_repo(path: Path, origin: str | None = None) -> Path:
 @pytest.mark.parametrize(
     ("origin", "expected"),
     [
-        ("git@github.com:Owner/Name.git", "github.com/Owner/Name"),
+        ("git@github.com:Owner/Name.git", "github.com/owner/name"),
         ("https://GitHub.com/owner/name.git", "github.com/owner/name"),
         ("https://github.com/owner/name/", "github.com/owner/name"),
         (
@@ -88,9 +88,44 @@ def test_git_timeout_falls_back_without_raising(tmp_path: Path, monkeypatch: pyt
     assert current_repo(checkout) == "slow"
 
 
-@pytest.mark.parametrize("url", ["/srv/git/x.git", "file:///srv/git/x.git", "", "host:"])
-def test_normalize_remote_rejects_urls_without_host_or_path(url: str) -> None:
-    assert normalize_remote(url) is None
+def test_a_linked_worktree_without_a_remote_is_named_for_its_main_checkout(tmp_path: Path) -> None:
+    main = _git_repo(tmp_path / "widget")
+    _commit_files(main, {"a.txt": "a"})
+    subprocess.run(
+        ["git", "-C", str(main), "worktree", "add", "-q", str(tmp_path / "widget-fix")], check=True
+    )
+    assert current_repo(tmp_path / "widget-fix") == current_repo(main) == "widget"
+
+
+def test_a_linked_worktree_with_a_remote_shares_its_identity(tmp_path: Path) -> None:
+    main = _git_repo(tmp_path / "widget", "git@github.com:Acme/Widget.git")
+    _commit_files(main, {"a.txt": "a"})
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    assert current_repo(tmp_path / "wt") == "github.com/acme/widget"
+
+
+def test_a_submodule_is_a_repository_of_its_own(tmp_path: Path) -> None:
+    lib = _git_repo(tmp_path / "lib")
+    _commit_files(lib, {"lib.txt": "lib"})
+    app = _git_repo(tmp_path / "app")
+    _commit_files(app, {"app.txt": "app"})
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(app),
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            str(lib),
+            "vendor/lib",
+        ],
+        check=True,
+    )
+    assert current_repo(app / "vendor" / "lib") == "lib"  # its origin is a local path: its folder
+    assert current_repo(app) == "app"
 
 
 # --- Branch, commit and drift -------------------------------------------------------------
