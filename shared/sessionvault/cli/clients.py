@@ -45,7 +45,8 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--hooks",
         action="store_true",
-        help="also install the session-start hook (claude-code, codex, gemini, qwen); implies --apply",
+        help="also install the session-start hook and, where the client has them, the end-of-work hooks "
+        "that save automatic checkpoints (claude-code, codex, gemini, qwen); implies --apply",
     )
     p.set_defaults(func=_run_connect)
 
@@ -98,6 +99,10 @@ def _run_connect(args: argparse.Namespace) -> int:
     if args.hooks:
         try:
             _report(hooks.install_hooks(args.client, home=Path.home(), cwd=Path.cwd(), url=args.url))
+            for done in hooks.install_checkpoint_hooks(
+                args.client, home=Path.home(), cwd=Path.cwd(), url=args.url
+            ):
+                _report(done)
         except (ConfigFileError, OSError) as e:
             print(f"sessionvault connect: {e}", file=sys.stderr)
             return 2

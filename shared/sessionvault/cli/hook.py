@@ -5,7 +5,9 @@ here before building any other parser, and nothing heavier than the standard lib
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from sessionvault.local import context
 from sessionvault.names import DEFAULT_URL, URL_ENV
@@ -24,6 +26,15 @@ def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
     p.set_defaults(func=_run_session_start)
+    c = events.add_parser(
+        "checkpoint",
+        help="save an automatic checkpoint from the client's own transcript",
+        description="Read the hook input on stdin, build a checkpoint from the client's transcript "
+        "(no model), redact it, spool it and send it. Always exits 0 and prints nothing.",
+    )
+    c.add_argument("--client", default="claude-code", help="the client whose transcript to read")
+    c.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    c.set_defaults(func=_run_checkpoint)
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +53,17 @@ def _run_session_start(args: argparse.Namespace) -> int:
         sys.stdout.write(context.session_start(args.client, args.url) + "\n")
         sys.stdout.flush()
     except BaseException:  # e.g. a closed stdout: still exit 0, never a traceback
+        pass
+    return 0
+
+
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    try:
+        from sessionvault.local.capture import hook
+
+        env = {**os.environ, **({URL_ENV: args.url} if args.url else {})}
+        hook.run_within(args.client, sys.stdin, env, Path.home())
+    except BaseException:  # never a traceback, never a failing hook
         pass
     return 0
 

@@ -43,6 +43,13 @@ def meta_mac(dek: bytes, user_id: str, session_id: str, version: int, fields: tu
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
+def content_digest(dek: bytes, user_id: str, record: bytes) -> bytes:
+    """Which content a head holds, comparable without decrypting: keyed by the DEK, so equal
+    digests say nothing to anyone without the user's key."""
+    key = hashlib.sha256(b"sessionvault/content/v1\x1f" + dek).digest()
+    return hmac.new(key, user_id.encode() + b"\x1f" + record, hashlib.sha256).digest()
+
+
 def session_aad(user_id: str, session_id: str, name: str, version: int) -> bytes:
     """Binds a ciphertext to its row: another user, session, name or version will not open it
     (the session id also tells a deleted-and-recreated name from the old one)."""

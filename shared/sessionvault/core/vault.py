@@ -11,6 +11,7 @@ from typing import Any
 
 from sessionvault.core import crypto, framing, handoff
 from sessionvault.core.budget import fit, pack
+from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP, is_automatic, sibling_prefix
 from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embeddings import Embedder
 from sessionvault.core.keys import DekCache, WrappedKey
@@ -118,21 +119,41 @@ class Vault:
 
         size = len(json.dumps({**record, "saved_at": _STAMP_SIZED})) + crypto.NONCE_BYTES + crypto.TAG_BYTES
         fp = crypto.fingerprint(dek)
+        digest = crypto.content_digest(dek, who.user_id, json.dumps(record, sort_keys=True).encode())
         offer = None
         if args.handoff or args.to_client:
             offer = store.Offer(record["client"], args.to_client, self.handoff_ttl_days)
-        row = store.save(self.db, who.user_id, head, seal, self.history_keep, self.quota, size, fp, offer)
+        keep, checkpoint = self.history_keep, None
+        if is_automatic(name):
+            keep, checkpoint = min(keep, AUTO_HISTORY), store.Checkpoint(sibling_prefix(name), AUTO_KEEP)
+        row = store.save(
+            self.db,
+            who.user_id,
+            head,
+            seal,
+            keep,
+            self.quota,
+            size,
+            fp,
+            offer,
+            digest=digest,
+            checkpoint=checkpoint,
+        )
         if row is None:
             raise self._refusal(who, fp)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
             "version": row["version"],
-            "saved_at": record["saved_at"],
+            "saved_at": store.iso(row["updated_at"]),
             "embedded": vector is not None,
             # field and kind of each secret removed, never its value; [] when none (or when off)
             "redacted": [r.as_dict() for r in redactions],
         }
+        if row.get("unchanged"):
+            out["unchanged"] = True  # the head already held this content: no version added
+        if checkpoint is not None:
+            out["automatic"] = True
         if offer is not None:
             out["handoff"] = {
                 "state": "open",
@@ -161,7 +182,7 @@ class Vault:
         elif args.name:
             row = store.get_by_name(self.db, who.user_id, args.name, args.version or None)
         else:
-            row = store.get_latest_for_repo(self.db, who.user_id, args.repo)
+            row = store.get_latest_for_repo(self.db, who.user_id, args.repo, args.client)
         if row is None:
             return _not_found(args)
         record = open_record(dek, who.user_id, row)
@@ -175,6 +196,8 @@ class Vault:
             "saved_at": record["saved_at"],
             "client": record["client"],  # the authenticated copy, not the plaintext column
         }
+        if is_automatic(row["name"]):
+            out["automatic"] = True
         for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
             if record.get(anchor):
                 out[anchor] = record[anchor]
@@ -260,6 +283,8 @@ def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     }
     if not trusted:
         entry["unverified"] = True  # load_session gives the authenticated record
+    if is_automatic(row["name"]):
+        entry["automatic"] = True
     offered = handoff.state_of(row)
     if offered is not None:
         entry["handoff"] = offered

@@ -7,16 +7,18 @@ from sessionvault.db.pool import Database
 from sessionvault.db.sessions import tenant_row
 
 # The statement's snapshot predates the cascade, so the join still sees the versions it
-# removes; the usage row gives back what they took. %s: a fixed filter on `sessions`.
+# removes; the usage row gives back what they took (automatic checkpoints were never counted
+# as sessions: core/checkpoints.py). %s: a fixed filter on `sessions`.
 _DELETE = """
-WITH gone AS (DELETE FROM sessions WHERE user_id = %%(user_id)s AND %s RETURNING id),
+WITH gone AS (DELETE FROM sessions WHERE user_id = %%(user_id)s AND %s RETURNING id, name),
 freed AS (
     SELECT count(DISTINCT gone.id) AS sessions, count(v.version) AS versions,
+           count(DISTINCT gone.id) FILTER (WHERE gone.name NOT LIKE 'auto/%%%%') AS counted,
            coalesce(sum(octet_length(v.nonce) + octet_length(v.ciphertext)), 0) AS bytes
     FROM gone LEFT JOIN session_versions v ON v.session_id = gone.id
 ),
 counted AS (
-    UPDATE user_usage SET sessions = greatest(sessions - (SELECT sessions FROM freed), 0),
+    UPDATE user_usage SET sessions = greatest(sessions - (SELECT counted FROM freed), 0),
                           bytes = greatest(bytes - (SELECT bytes FROM freed), 0)
     WHERE user_id = %%(user_id)s
 )

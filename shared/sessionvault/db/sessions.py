@@ -40,6 +40,15 @@ class Offer:
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """An automatic checkpoint's save: keep the newest `keep` of names starting `prefix` in
+    the same repo."""
+
+    prefix: str
+    keep: int
+
+
+@dataclass(frozen=True)
 class Quota:
     sessions: int
     bytes: int
@@ -50,31 +59,56 @@ class Quota:
 ENSURE_USAGE = """
 INSERT INTO user_usage (user_id, sessions, bytes)
 SELECT %(user_id)s,
-       (SELECT count(*) FROM sessions WHERE user_id = %(user_id)s),
+       (SELECT count(*) FROM sessions WHERE user_id = %(user_id)s AND name NOT LIKE 'auto/%%'),
        (SELECT coalesce(sum(octet_length(nonce) + octet_length(ciphertext)), 0)
         FROM session_versions WHERE user_id = %(user_id)s)
 WHERE NOT EXISTS (SELECT 1 FROM user_usage WHERE user_id = %(user_id)s)
 ON CONFLICT (user_id) DO NOTHING
 """
-# Inserts (or bumps) nothing when the save would pass a quota: no row comes back. The usage
-# row's lock serialises one user's saves, so two cannot both slip under the limit.
+# Inserts (or bumps) nothing when the save would pass a quota, or (with `dedupe`) when the
+# head already holds this very content: no row comes back. The usage row's lock serialises one
+# user's saves, so two cannot both slip under the limit. Automatic checkpoints do not count
+# toward the session quota (core/checkpoints.py: their number is bounded per repo instead).
 _UPSERT_HEAD = """
 WITH usage AS (SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE)
 INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model,
-                      created_at, updated_at)
+                      content_digest, created_at, updated_at)
 SELECT %(user_id)s, %(name)s, %(repo)s, %(preview)s, %(client)s, 1, %(embedding)s, %(model)s,
-       clock_timestamp(), clock_timestamp()
+       %(digest)s, clock_timestamp(), clock_timestamp()
 FROM usage
 WHERE usage.bytes + %(size)s <= %(max_bytes)s
   AND (usage.dek_fp IS NULL OR usage.dek_fp = %(dek_fp)s)
-  AND (usage.sessions < %(max_sessions)s
+  AND (usage.sessions < %(max_sessions)s OR %(automatic)s
        OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
 ON CONFLICT (user_id, name) DO UPDATE SET
     repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview, client = EXCLUDED.client,
     version = sessions.version + 1, embedding = EXCLUDED.embedding,
     embedding_model = EXCLUDED.embedding_model, embed_failures = 0, embed_retry_at = NULL,
-    updated_at = clock_timestamp()
+    content_digest = EXCLUDED.content_digest, updated_at = clock_timestamp()
+WHERE NOT %(dedupe)s OR sessions.content_digest IS DISTINCT FROM EXCLUDED.content_digest
 RETURNING id, version, updated_at
+"""
+# The head a refused upsert may have found unchanged (the rare path: one more statement).
+_UNCHANGED = """
+SELECT id, version, updated_at FROM sessions
+WHERE user_id = %(user_id)s AND name = %(name)s AND content_digest = %(digest)s
+"""
+# A checkpoint save keeps only the newest `keep` checkpoints of its repo and client; what the
+# older ones took is given back to the usage row.
+_PRUNE_CHECKPOINTS = """
+WITH doomed AS (
+    SELECT id FROM sessions
+    WHERE user_id = %(user_id)s AND repo = %(repo)s AND name LIKE 'auto/%%'
+      AND name LIKE %(prefix)s ESCAPE '\\'
+    ORDER BY updated_at DESC, id DESC OFFSET %(keep)s
+),
+gone AS (DELETE FROM sessions WHERE id IN (SELECT id FROM doomed) RETURNING id),
+freed AS (
+    SELECT coalesce(sum(octet_length(v.nonce) + octet_length(v.ciphertext)), 0) AS bytes
+    FROM gone JOIN session_versions v ON v.session_id = gone.id
+)
+UPDATE user_usage SET bytes = greatest(bytes - (SELECT bytes FROM freed), 0)
+WHERE user_id = %(user_id)s
 """
 _INSERT_VERSION = """
 INSERT INTO session_versions (session_id, user_id, version, nonce, ciphertext, client, saved_at)
@@ -105,13 +139,18 @@ def save(
     size: int = 0,
     dek_fp: bytes = b"",
     offer: Offer | None = None,
+    *,
+    digest: bytes | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Row | None:
     """Create the session or bump its version, then store `seal(head row)` (nonce, ciphertext,
     and the MAC of the head's plaintext columns) as that version; None, with nothing written,
     when the save (about `size` bytes) would pass the quota or the user's data key changed
     since `dek_fp` (the fingerprint of the key the caller sealed with) was read. With `offer`,
     the new version becomes an open handoff and replaces the open offer for the same repo and
-    target (queued with the rest: no extra round trip). The head's
+    target (queued with the rest: no extra round trip). With `digest` and no offer, a head that
+    already holds that content is left alone: its row comes back with "unchanged". With
+    `checkpoint`, the save is an automatic one (no session quota; older siblings pruned). The head's
     row lock serialises concurrent saves of one name; clock_timestamp(), not now(): a save that waited for the
     lock is the newer one."""
     params = {
@@ -126,13 +165,19 @@ def save(
         "max_bytes": quota.bytes,
         "max_sessions": quota.sessions,
         "dek_fp": dek_fp,
+        "digest": digest,
+        "dedupe": digest is not None and offer is None,
+        "automatic": checkpoint is not None,
     }
 
     def work(conn: Connection) -> Row | None:
         conn.execute(ENSURE_USAGE, {"user_id": user_id})
         row = conn.execute(_UPSERT_HEAD, params).fetchone()
         if row is None:
-            return None
+            if not params["dedupe"]:
+                return None
+            same = conn.execute(_UNCHANGED, params).fetchone()
+            return {**same, "unchanged": True} if same else None
         nonce, ciphertext, mac = seal(row)
         conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
         conn.execute(
@@ -143,7 +188,7 @@ def save(
             "session_id": row["id"],
             "oldest_kept": row["version"] - keep_previous,
             "added": len(nonce) + len(ciphertext),
-            "new_session": 1 if row["version"] == 1 else 0,
+            "new_session": 1 if row["version"] == 1 and checkpoint is None else 0,
             "user_id": user_id,
         }
         conn.execute(_PRUNE_AND_COUNT, counts)
@@ -160,10 +205,18 @@ def save(
                     "ttl_days": offer.ttl_days,
                 },
             )
+        if checkpoint is not None:
+            siblings = {"user_id": user_id, "repo": head.repo, "keep": checkpoint.keep}
+            conn.execute(_PRUNE_CHECKPOINTS, {**siblings, "prefix": _like_prefix(checkpoint.prefix)})
         return row
 
     # Not idempotent (a second run adds a version): retried only if it failed before COMMIT.
     return db.in_tenant(user_id, work, idempotent=False)
+
+
+def _like_prefix(text: str) -> str:
+    """A LIKE pattern (ESCAPE '\\') for names starting with `text`, whatever it holds."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 # A newer offer for the same repo and target replaces the open one (superseded, not claimable).
@@ -218,9 +271,18 @@ def get_by_name(db: Database, user_id: str, name: str, version: int | None) -> R
     return tenant_row(db, user_id, sql, {"user_id": user_id, "name": name, "version": version})
 
 
-def get_latest_for_repo(db: Database, user_id: str, repo: str) -> Row | None:
-    sql = _LOAD + " AND (%(repo)s = '' OR s.repo = %(repo)s) ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
-    return tenant_row(db, user_id, sql, {"user_id": user_id, "repo": repo, "version": None})
+# "The latest" of a repo: a head with an open offer that `client` may claim comes first, so a
+# deliberate handoff is never hidden behind a newer automatic checkpoint; then the newest.
+_LATEST = """ AND (%(repo)s = '' OR s.repo = %(repo)s)
+ORDER BY (h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
+          AND (h.to_client = '' OR h.to_client = %(client)s)) DESC NULLS LAST,
+         s.updated_at DESC, s.id DESC
+LIMIT 1"""
+
+
+def get_latest_for_repo(db: Database, user_id: str, repo: str, client: str = "") -> Row | None:
+    params = {"user_id": user_id, "repo": repo, "version": None, "client": client}
+    return tenant_row(db, user_id, _LOAD + _LATEST, params)
 
 
 # Each session's newest offer (if any) rides along: list_sessions shows its state.

@@ -30,8 +30,10 @@ from typing import Any
 from sessionvault.core import framing
 from sessionvault.errors import ToolCallFailed
 from sessionvault.local import rpc
-from sessionvault.local.drift import Late, drift_line, handoff_line, measure_drift, open_offer, when
+from sessionvault.local.capture.spool import Spool
+from sessionvault.local.drift import Late, age, drift_line, handoff_line, measure_drift, open_offer, when
 from sessionvault.local.repo import Drift, current_repo
+from sessionvault.local.target import state_folder
 from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
 
 TIMEOUT_S = 0.8  # git + connect + request + response, all together
@@ -140,6 +142,12 @@ def render_session(
     """
     repo = repo or str(session.get("repo") or "")
     heading = f"## SessionVault: last session for `{framing.code(repo or 'this repo', 200)}`"
+    if session.get("automatic"):
+        by = framing.code(str(session.get("client") or "a client"), 100)
+        heading = (
+            f"## SessionVault: automatic checkpoint for `{framing.code(repo or 'this repo', 200)}`"
+            f" (from `{by}`, {age(str(session.get('saved_at') or ''))}; saved by its hook, not by a model)"
+        )
     offered = open_offer(session, client)
     extra = [handoff_line(offered, repo, client)] if offered is not None else []
     saved_branch = str(session.get("branch") or "")
@@ -164,9 +172,15 @@ def _note(text: str) -> str:
     return f"SessionVault: {text}"
 
 
-def _fetch(url: str, key: str, cwd: Path | None, timeout: float) -> tuple[str, rpc.Reply]:
+def _fetch(
+    url: str, key: str, cwd: Path | None, timeout: float, client: str, spool: Spool
+) -> tuple[str, rpc.Reply]:
+    # A checkpoint still spooled (the server was down when the last client stopped) goes first:
+    # it may be the very thing this start should show.
+    spool.flush(url, key, timeout / 2)
     repo = current_repo(cwd)
-    body = rpc.rpc_body("tools/call", {"name": "load_session", "arguments": {"repo": repo, "mode": "normal"}})
+    arguments = {"repo": repo, "mode": "normal", "client": client}
+    body = rpc.rpc_body("tools/call", {"name": "load_session", "arguments": arguments})
     return repo, rpc.request("POST", url, body=body, headers=rpc.mcp_headers(key), timeout=timeout)
 
 
@@ -189,7 +203,8 @@ def session_context(
             f"{KEY_ENV} is not set where this client runs, so no earlier session was loaded; {DOCTOR}."
         )
     try:
-        repo, reply = rpc.within(timeout, _fetch, url, key, cwd, timeout)
+        spool = Spool(state_folder(env))
+        repo, reply = rpc.within(timeout, _fetch, url, key, cwd, timeout, client, spool)
     except TimeoutError:
         return _note(f"no answer from {url} within {timeout} s, so no earlier session was loaded; {DOCTOR}.")
     except OSError:

@@ -25,6 +25,21 @@ def when(saved_at: str) -> str:
     return moment.isoformat(sep=" ", timespec="minutes")
 
 
+def age(saved_at: str, now: datetime | None = None) -> str:
+    """How long ago `saved_at` was, roughly: "just now", "12 min ago", "3 h ago", "2 days ago"."""
+    try:
+        moment = datetime.fromisoformat(saved_at)
+        seconds = ((now or datetime.now(moment.tzinfo)) - moment).total_seconds()
+    except (TypeError, ValueError):
+        return "at an unknown time"
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
 # What the hook learned about git drift: a report, nothing to say, or no time left to find out.
 Late = Literal["late"]
 LATE: Late = "late"

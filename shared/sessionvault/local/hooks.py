@@ -1,6 +1,7 @@
-"""Installing the session-start hook into a client's own settings (Claude Code, Codex, Gemini
-CLI, Qwen Code) or agent file (Amazon Q Developer CLI). What the hook prints is `context`; the
-file editing is `connect.files`."""
+"""Installing our hooks into a client's own settings (Claude Code, Codex, Gemini CLI, Qwen Code)
+or agent file (Amazon Q Developer CLI): the session-start hook (what it prints is `context`) and,
+where the client fires them, the end-of-work hooks that save an automatic checkpoint
+(`capture.hook`). The file editing is `connect.files`."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ import json
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import command
+from sessionvault.local.capture.hook import HOOK_TIMEOUT_S
 from sessionvault.local.connect import files
 from sessionvault.local.connect.files import ApplyResult
 from sessionvault.names import DEFAULT_URL
 
 # Ours, however it names the command: bare, by absolute path (maybe quoted), or `-m` module.
 _OURS = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook session-start(\s|$)")
+_OURS_CHECKPOINT = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook checkpoint(\s|$)")
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class HookSpec:
     # What a missing file starts as. Amazon Q's `q_cli_default.json` replaces the built-in
     # default agent as a whole, so it must first hold that agent's documented fields.
     seed: Mapping[str, Any] = field(default_factory=dict)
+    # The client's end-of-work events (stop, compaction, session end) that get the checkpoint
+    # hook, each with its matcher (None: the group has no matcher key); docs/clients.md cites them.
+    end_events: Mapping[str, str | None] = field(default_factory=dict)
+    end_extra: Mapping[str, Any] = field(default_factory=dict)
 
     def item(self, command: str) -> dict[str, Any]:
         """What goes into hooks[event] for our hook: a matcher group, or the bare hook entry."""
@@ -56,6 +63,9 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         path=lambda home, cwd: home / ".claude" / "settings.json",
         matcher="startup|clear",
         extra={"timeout": 5},  # seconds
+        # https://code.claude.com/docs/en/hooks: Stop (every turn), PreCompact, SessionEnd.
+        end_events={"Stop": None, "PreCompact": "manual|auto", "SessionEnd": None},
+        end_extra={"timeout": HOOK_TIMEOUT_S},
     ),
     "codex": HookSpec(
         title="OpenAI Codex",
@@ -96,6 +106,13 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
 }
 
 
+def checkpoint_item(spec: HookSpec, event: str, command: str) -> dict[str, Any]:
+    """What goes into hooks[event] for the checkpoint hook (a matcher group)."""
+    group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, **spec.end_extra}]}
+    matcher = spec.end_events[event]
+    return group if matcher is None else {"matcher": matcher, **group}
+
+
 def _hook_spec(client: str) -> HookSpec:
     try:
         return HOOK_CLIENTS[client]
@@ -108,6 +125,13 @@ def _hook_spec(client: str) -> HookSpec:
 def hook_command(client: str, url: str | None = None) -> str:
     """The hook's command line, naming `sessionvault` by an absolute path (see `command`)."""
     args = ["hook", "session-start", "--client", client]
+    if url and url != DEFAULT_URL:
+        args += ["--url", url]
+    return command.shell_command(*args)
+
+
+def checkpoint_command(client: str, url: str | None = None) -> str:
+    args = ["hook", "checkpoint", "--client", client]
     if url and url != DEFAULT_URL:
         args += ["--url", url]
     return command.shell_command(*args)
@@ -136,20 +160,22 @@ def installed_commands(client: str, *, home: Path, cwd: Path) -> list[str]:
     return [str(h.get("command")) for item in items for h in spec.hooks_of(item) if _is_ours(h)]
 
 
-def _is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and bool(_OURS.search(str(hook.get("command", ""))))
+def _is_ours(hook: Any, which: re.Pattern[str] = _OURS) -> bool:
+    return isinstance(hook, dict) and bool(which.search(str(hook.get("command", ""))))
 
 
-def _merged(spec: HookSpec, items: list[Any], ours: dict[str, Any]) -> list[Any] | None:
+def _merged(
+    spec: HookSpec, items: list[Any], ours: dict[str, Any], which: re.Pattern[str] = _OURS
+) -> list[Any] | None:
     """`items` with our hook in it exactly once, or None when that is already so."""
-    count = sum(_is_ours(h) for item in items for h in spec.hooks_of(item))
+    count = sum(_is_ours(h, which) for item in items for h in spec.hooks_of(item))
     if count == 1 and ours in items:
         return None
     kept = []
     for item in items:
         hooks = spec.hooks_of(item)
-        if any(_is_ours(h) for h in hooks):
-            rest = [h for h in hooks if not _is_ours(h)]
+        if any(_is_ours(h, which) for h in hooks):
+            rest = [h for h in hooks if not _is_ours(h, which)]
             if spec.matcher is None or not rest:
                 continue  # our (older) hook, or a group that held only it
             item = {**item, "hooks": rest}
@@ -193,6 +219,46 @@ def install_hooks(
     merged = _merged(spec, items, ours)
     value = items if merged is None else merged
     return files.set_member(path, "json", "hooks", spec.event, value, now=now)
+
+
+def install_checkpoint_hooks(
+    client: str,
+    *,
+    home: Path,
+    cwd: Path,
+    now: datetime | None = None,
+    url: str | None = None,
+) -> list[ApplyResult]:
+    """Add the checkpoint hook to each of the client's end-of-work events, as `install_hooks`
+    adds the session-start hook (idempotent, backed up, everything else kept); [] for a client
+    without such events."""
+    spec = _hook_spec(client)
+    path = spec.path(home, cwd)
+    line = checkpoint_command(client, url)
+    results = []
+    for event in spec.end_events:
+        end = replace(spec, event=event)
+        items = _event_items(end, files.read(path.resolve()), path)
+        merged = _merged(end, items, checkpoint_item(spec, event, line), _OURS_CHECKPOINT)
+        value = items if merged is None else merged
+        results.append(files.set_member(path, "json", "hooks", event, value, now=now))
+    return results
+
+
+def checkpoint_events(client: str, *, home: Path, cwd: Path) -> list[str]:
+    """The events whose hooks hold our checkpoint hook in the client's settings."""
+    spec = _hook_spec(client)
+    path = spec.path(home, cwd)
+    found = []
+    for event in spec.end_events:
+        end = replace(spec, event=event)
+        try:
+            items = _event_items(end, files.read(path), path)
+        except (OSError, ConfigFileError):
+            return []
+        if any(_is_ours(h, _OURS_CHECKPOINT) for item in items for h in end.hooks_of(item)):
+            found.append(event)
+    return found
 
 
 def hook_installed(client: str, *, home: Path, cwd: Path) -> bool:

@@ -22,6 +22,7 @@ from sessionvault.core.repos import remote_identity
 # must not stall a hook or a tool call.
 _GIT_TIMEOUT_S = 2.0
 
+
 def current_repo(cwd: Path | None = None) -> str:
     """Name of the repo that `cwd` (default: the process cwd) belongs to. Never raises.
 

@@ -262,7 +262,7 @@ def test_one_stateless_tools_call_with_the_documented_headers(fake: FakeServer, 
     assert call["body"]["method"] == "tools/call"
     assert call["body"]["params"] == {
         "name": "load_session",
-        "arguments": {"repo": "github.com/acme/shop", "mode": "normal"},
+        "arguments": {"repo": "github.com/acme/shop", "mode": "normal", "client": "claude-code"},
     }
 
 

@@ -1,0 +1,85 @@
+"""A Transcript made into the arguments of one save_session call, within the record's caps.
+
+What goes where (docs/capture.md says the same to users):
+- summary: the client's own compaction summary if it wrote one, else its last message; led by
+  what the user last asked, so the next tool knows the question as well as the answer;
+- plan: every task of the client's own task list with its state, in the order made;
+- todos: the tasks not yet done (what the next tool should pick up);
+- files: the files created or edited, most recently touched last;
+- errors: the commands that failed, each with its error line;
+- tried: the user's earlier requests, oldest first (the latest one leads the summary);
+- repo, branch, commit: where the checkout stood, as the laptop sees it (local/repo.py);
+- name: `auto/<client>/<client session id>` (core/checkpoints.py), client: the client's id.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sessionvault.core.checkpoints import checkpoint_name
+from sessionvault.core.records import MAX_ITEMS, MAX_NAME, MAX_TEXT
+
+from .transcript import Transcript
+
+_STATE = {"completed": "done", "in_progress": "doing", "pending": "todo", "cancelled": "dropped"}
+_OPEN = frozenset({"pending", "in_progress"})
+_SESSION_ID = re.compile(r"[^A-Za-z0-9._-]")
+ASK_CHARS = 600  # the latest request, as it leads the summary
+
+
+def build(
+    transcript: Transcript, *, repo: str, branch: str | None, commit: str | None
+) -> dict[str, Any] | None:
+    """save_session arguments for `transcript`; None when there is nothing to hand over
+    (a session that never got a request or a reply)."""
+    asks = [a.strip() for a in transcript.asks if a.strip()]
+    summary = _summary(transcript, asks)
+    if not summary:
+        return None
+    tasks = list(transcript.todos.items())
+    args: dict[str, Any] = {
+        "name": _name(transcript),
+        "summary": summary,
+        "repo": repo,
+        "client": transcript.client,
+        "plan": _items(f"[{_STATE.get(status, status)}] {text}" for text, status in tasks),
+        "todos": _items(
+            text + (" (in progress)" if status == "in_progress" else "")
+            for text, status in tasks
+            if status in _OPEN
+        ),
+        "files": _items(transcript.files),
+        "errors": _items(transcript.failures),
+        "tried": _items(f"asked: {a}" for a in asks[:-1]),
+    }
+    if branch:
+        args["branch"] = branch[:200]
+    if commit:
+        args["commit"] = commit
+    return args
+
+
+def _name(transcript: Transcript) -> str:
+    session = _SESSION_ID.sub("-", transcript.session_id)[:80] or "unknown"
+    return checkpoint_name(transcript.client, session)[:MAX_NAME]
+
+
+def _summary(transcript: Transcript, asks: list[str]) -> str:
+    said = (transcript.compact_summary or transcript.last_message).strip()
+    parts = []
+    if asks:
+        parts.append(f"Asked: {_clip(asks[-1], ASK_CHARS)}")
+    if said:
+        parts.append(("Compaction summary: " if transcript.compact_summary else "Last reply: ") + said)
+    return _clip("\n\n".join(parts), MAX_TEXT)
+
+
+def _items(values: Any) -> list[str]:
+    """At most MAX_ITEMS, the most recent kept; each within MAX_TEXT."""
+    kept = [_clip(str(v), MAX_TEXT) for v in values if str(v).strip()]
+    return kept[-MAX_ITEMS:]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

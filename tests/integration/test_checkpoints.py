@@ -1,0 +1,78 @@
+"""Automatic checkpoints on the server (core/checkpoints.py): saves that change nothing add no
+version, and checkpoints never crowd out what people saved on purpose."""
+
+from __future__ import annotations
+
+from sessionvault.core import records
+from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP
+from sessionvault.core.vault import Vault
+from sessionvault.db.sessions import Quota
+from sessionvault.errors import QuotaExceeded
+
+REPO = "github.com/acme/widget"
+
+
+def save(vault: Vault, who, **fields):
+    return vault.save(who, records.parse(records.SaveArgs, {"summary": "s", "repo": REPO, **fields}))
+
+
+def names(vault: Vault, who) -> list[str]:
+    listed = vault.list(who, records.parse(records.ListArgs, {"repo": REPO, "limit": 100}))
+    return [e["name"] for e in listed["sessions"]]
+
+
+def test_saving_the_same_content_again_adds_no_version(runtime, user) -> None:
+    first = save(runtime.vault, user.principal, name="plan", plan=["a"])
+    again = save(runtime.vault, user.principal, name="plan", plan=["a"])
+    assert (first["version"], again["version"], again.get("unchanged")) == (1, 1, True)
+    assert again["saved_at"] == first["saved_at"]
+    changed = save(runtime.vault, user.principal, name="plan", plan=["a", "b"])
+    assert changed["version"] == 2 and "unchanged" not in changed
+
+
+def test_an_offer_is_always_a_new_version_even_with_the_same_content(runtime, user) -> None:
+    save(runtime.vault, user.principal, name="offer")
+    offered = save(runtime.vault, user.principal, name="offer", handoff=True)
+    assert offered["version"] == 2 and offered["handoff"]["state"] == "open"
+
+
+def test_checkpoints_are_marked_and_keep_a_short_history(runtime, user) -> None:
+    for i in range(AUTO_HISTORY + 3):
+        saved = save(runtime.vault, user.principal, name="auto/codex/s1", summary=f"turn {i}")
+    assert saved["automatic"] is True
+    loaded = runtime.vault.load(user.principal, records.parse(records.LoadArgs, {"name": "auto/codex/s1"}))
+    assert loaded["automatic"] is True and len(loaded["versions"]) == AUTO_HISTORY + 1
+    listed = runtime.vault.list(user.principal, records.parse(records.ListArgs, {"repo": REPO}))
+    assert [e.get("automatic") for e in listed["sessions"]] == [True]
+
+
+def test_only_the_newest_checkpoints_of_a_repo_and_client_survive(runtime, user) -> None:
+    save(runtime.vault, user.principal, name="deliberate")
+    for i in range(AUTO_KEEP + 2):
+        save(runtime.vault, user.principal, name=f"auto/claude-code/s{i}")
+    save(runtime.vault, user.principal, name="auto/gemini/g1")
+    save(runtime.vault, user.principal, name="auto/claude-code/other-repo", repo="github.com/acme/other")
+    kept = names(runtime.vault, user.principal)
+    newest = [f"auto/claude-code/s{i}" for i in range(AUTO_KEEP + 1, 1, -1)]
+    assert kept == ["auto/gemini/g1", *newest, "deliberate"]
+
+
+def test_checkpoints_do_not_count_toward_the_session_quota(runtime, user) -> None:
+    vault = Vault(runtime.db, runtime.keys, runtime.vault.embedder, quota=Quota(sessions=2, bytes=10**9))
+    for i in range(5):
+        save(vault, user.principal, name=f"auto/qwen/q{i}", repo=f"github.com/acme/r{i}")
+    save(vault, user.principal, name="one")
+    save(vault, user.principal, name="two")  # both deliberate sessions still fit
+    try:
+        save(vault, user.principal, name="three")
+    except QuotaExceeded:
+        pass
+    else:
+        raise AssertionError("the third deliberate session passed a quota of two")
+    runtime.vault.delete(user.principal, records.parse(records.DeleteArgs, {"name": "auto/qwen/q0"}))
+    save(vault, user.principal, name="auto/qwen/q9")  # deleting a checkpoint freed no session slot
+    try:
+        save(vault, user.principal, name="three")
+    except QuotaExceeded:
+        return
+    raise AssertionError("deleting a checkpoint gave back a session slot it never took")
