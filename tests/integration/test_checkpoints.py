@@ -3,8 +3,10 @@ version, and checkpoints never crowd out what people saved on purpose."""
 
 from __future__ import annotations
 
+import psycopg
+
 from sessionvault.core import records
-from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP
+from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP, AUTO_MAX_AGE_DAYS
 from sessionvault.core.vault import Vault
 from sessionvault.db.sessions import Quota
 from sessionvault.errors import QuotaExceeded
@@ -76,3 +78,18 @@ def test_checkpoints_do_not_count_toward_the_session_quota(runtime, user) -> Non
     except QuotaExceeded:
         return
     raise AssertionError("deleting a checkpoint gave back a session slot it never took")
+
+
+def test_a_checkpoint_save_also_drops_the_users_checkpoints_older_than_a_month(pg, runtime, user) -> None:
+    save(runtime.vault, user.principal, name="auto/codex/stale", repo="github.com/acme/old")
+    save(runtime.vault, user.principal, name="deliberate-and-old", repo="github.com/acme/old")
+    with psycopg.connect(pg.owner_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SELECT set_config('app.user_id', %s, true)", (user.id,))
+        aged = conn.execute(
+            "UPDATE sessions SET updated_at = now() - (%s + 1) * interval '1 day' WHERE user_id = %s",
+            (AUTO_MAX_AGE_DAYS, user.id),
+        )
+        assert aged.rowcount == 2
+    save(runtime.vault, user.principal, name="auto/codex/fresh")
+    listed = runtime.vault.list(user.principal, records.parse(records.ListArgs, {"limit": 100}))
+    assert {e["name"] for e in listed["sessions"]} == {"auto/codex/fresh", "deliberate-and-old"}

@@ -6,7 +6,8 @@ the session-start hook, people) can tell them from a deliberate handoff without 
 and so a resend of the same client session lands on the same name. They must never crowd out
 what people saved on purpose: they do not count toward the session quota, keep a short history,
 and only the newest AUTO_KEEP of one repo and client survive a save (older ones are deleted in
-the same transaction); the maintenance job also deletes those older than AUTO_MAX_AGE_DAYS."""
+the same transaction, as are the user's checkpoints older than AUTO_MAX_AGE_DAYS). No scheduled
+job is needed: only a checkpoint save can make more of them."""
 
 from __future__ import annotations
 

@@ -11,7 +11,13 @@ from typing import Any
 
 from sessionvault.core import crypto, framing, handoff
 from sessionvault.core.budget import fit, pack
-from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP, is_automatic, sibling_prefix
+from sessionvault.core.checkpoints import (
+    AUTO_HISTORY,
+    AUTO_KEEP,
+    AUTO_MAX_AGE_DAYS,
+    is_automatic,
+    sibling_prefix,
+)
 from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embeddings import Embedder
 from sessionvault.core.keys import DekCache, WrappedKey
@@ -125,7 +131,10 @@ class Vault:
             offer = store.Offer(record["client"], args.to_client, self.handoff_ttl_days)
         keep, checkpoint = self.history_keep, None
         if is_automatic(name):
-            keep, checkpoint = min(keep, AUTO_HISTORY), store.Checkpoint(sibling_prefix(name), AUTO_KEEP)
+            keep, checkpoint = (
+                min(keep, AUTO_HISTORY),
+                store.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
+            )
         row = store.save(
             self.db,
             who.user_id,

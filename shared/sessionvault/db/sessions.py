@@ -42,10 +42,11 @@ class Offer:
 @dataclass(frozen=True)
 class Checkpoint:
     """An automatic checkpoint's save: keep the newest `keep` of names starting `prefix` in
-    the same repo."""
+    the same repo, and none of the user's older than `max_age_days`."""
 
     prefix: str
     keep: int
+    max_age_days: int
 
 
 @dataclass(frozen=True)
@@ -93,14 +94,18 @@ _UNCHANGED = """
 SELECT id, version, updated_at FROM sessions
 WHERE user_id = %(user_id)s AND name = %(name)s AND content_digest = %(digest)s
 """
-# A checkpoint save keeps only the newest `keep` checkpoints of its repo and client; what the
-# older ones took is given back to the usage row.
+# A checkpoint save keeps only the newest `keep` checkpoints of its repo and client, and none
+# of the user's older than `max_age_days`; what they took is given back to the usage row.
 _PRUNE_CHECKPOINTS = """
 WITH doomed AS (
+    (SELECT id FROM sessions
+     WHERE user_id = %(user_id)s AND repo = %(repo)s AND name LIKE 'auto/%%'
+       AND name LIKE %(prefix)s ESCAPE '\\'
+     ORDER BY updated_at DESC, id DESC OFFSET %(keep)s)
+    UNION
     SELECT id FROM sessions
-    WHERE user_id = %(user_id)s AND repo = %(repo)s AND name LIKE 'auto/%%'
-      AND name LIKE %(prefix)s ESCAPE '\\'
-    ORDER BY updated_at DESC, id DESC OFFSET %(keep)s
+    WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
+      AND updated_at < clock_timestamp() - %(max_age_days)s * interval '1 day'
 ),
 gone AS (DELETE FROM sessions WHERE id IN (SELECT id FROM doomed) RETURNING id),
 freed AS (
@@ -206,7 +211,12 @@ def save(
                 },
             )
         if checkpoint is not None:
-            siblings = {"user_id": user_id, "repo": head.repo, "keep": checkpoint.keep}
+            siblings = {
+                "user_id": user_id,
+                "repo": head.repo,
+                "keep": checkpoint.keep,
+                "max_age_days": checkpoint.max_age_days,
+            }
             conn.execute(_PRUNE_CHECKPOINTS, {**siblings, "prefix": _like_prefix(checkpoint.prefix)})
         return row
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from sessionvault.local import rpc
 from sessionvault.local.capture import switch
 from sessionvault.local.capture.checkpoint import build
-from sessionvault.local.capture.clients import READERS
+from sessionvault.local.capture.clients import READERS, Reader
 from sessionvault.local.capture.spool import Spool
 from sessionvault.local.repo import current_branch, current_commit, current_repo
 from sessionvault.local.target import state_folder
@@ -61,22 +61,33 @@ def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: P
     path = _transcript_path(payload, reader, home, cwd)
     if path is None:
         return Outcome(skipped="no transcript found")
-    transcript = reader.read(path)
-    transcript.session_id = transcript.session_id or str(payload.get("session_id") or "")
     last = payload.get("last_assistant_message")
-    if isinstance(last, str) and last.strip():
-        transcript.last_message = last  # the hook's own copy is the newest word
-    args = build(transcript, repo=repo, branch=current_branch(cwd), commit=current_commit(cwd))
+    args = checkpoint_args(reader, path, cwd, str(payload.get("session_id") or ""), last)
     if args is None:
         return Outcome(skipped="nothing to hand over yet")
     spool = Spool(state)
-    spool.put(_redacted(args))
+    spool.put(args)
     event = str(payload.get("hook_event_name") or "")
     ago = spool.sent_ago(args["name"])
     if event in EVERY_TURN and ago is not None and ago < THROTTLE_S:
         return Outcome(name=args["name"], spooled=1)
     sent, left = spool.flush(env.get(URL_ENV) or DEFAULT_URL, env.get(KEY_ENV, ""), SEND_TIMEOUT_S)
     return Outcome(name=args["name"], sent=sent, spooled=left)
+
+
+def checkpoint_args(
+    reader: Reader, path: Path, cwd: Path, session_id: str = "", last_message: object = None
+) -> dict[str, Any] | None:
+    """The redacted save_session arguments for the client session in `path`, run in `cwd`
+    (its repo, branch and commit); None when it holds nothing to hand over yet. A hook's own
+    copy of the last message (Claude Code's Stop) is the newest word, so it wins."""
+    transcript = reader.read(path)
+    transcript.session_id = transcript.session_id or session_id
+    if isinstance(last_message, str) and last_message.strip():
+        transcript.last_message = last_message
+    repo = current_repo(cwd)
+    args = build(transcript, repo=repo, branch=current_branch(cwd), commit=current_commit(cwd))
+    return None if args is None else _redacted(args)
 
 
 def _redacted(args: dict[str, Any]) -> dict[str, Any]:
@@ -88,13 +99,12 @@ def _redacted(args: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def _transcript_path(payload: Mapping[str, Any], reader: Any, home: Path, cwd: Path) -> Path | None:
+def _transcript_path(payload: Mapping[str, Any], reader: Reader, home: Path, cwd: Path) -> Path | None:
     given = payload.get("transcript_path")
     if isinstance(given, str) and given:
         path = Path(given).expanduser()
         return path if path.exists() else None
-    located: Path | None = reader.locate(home, cwd, str(payload.get("session_id") or ""))
-    return located
+    return reader.locate(home, cwd, str(payload.get("session_id") or ""))
 
 
 def parse_payload(text: str) -> dict[str, Any]:
