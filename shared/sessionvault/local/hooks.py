@@ -72,12 +72,20 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         path=lambda home, cwd: home / ".codex" / "hooks.json",
         matcher="startup|clear",
         extra={"timeout": 5, "statusMessage": "Loading the last SessionVault session"},
+        # https://developers.openai.com/codex/hooks: Stop (every turn), PreCompact, SessionEnd
+        # (each `codex exec` ends with one); fixture: tests/fixtures/transcripts/codex-0.171.0.
+        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
+        end_extra={"timeout": HOOK_TIMEOUT_S},
     ),
     "gemini": HookSpec(
         title="Gemini CLI",
         path=lambda home, cwd: home / ".gemini" / "settings.json",
         matcher="startup",  # lifecycle matchers are compared as exact strings
         extra={"name": "sessionvault", "timeout": 5000, "description": "Load the last SessionVault session"},
+        # AfterAgent (end of every turn) and SessionEnd. Not PreCompress: 0.61.0 fires it before
+        # every model call, compressing or not (fixture: tests/fixtures/transcripts/gemini-0.61.0).
+        end_events={"AfterAgent": None, "SessionEnd": None},
+        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S * 1000},
     ),
     "qwen": HookSpec(
         title="Qwen Code",
@@ -85,6 +93,10 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         matcher="startup",  # an exact value, `a|b` or a regex
         # Unlike Gemini CLI (its upstream), Qwen Code's hook timeout is in seconds.
         extra={"name": "sessionvault", "timeout": 5, "description": "Load the last SessionVault session"},
+        # Claude-style names: Stop (every turn), PreCompact, SessionEnd (interactive sessions only:
+        # a headless run ends without one; fixture: tests/fixtures/transcripts/qwen-0.24.4).
+        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
+        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S},
     ),
     "amazon-q": HookSpec(
         title="Amazon Q Developer CLI",

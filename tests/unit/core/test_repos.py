@@ -70,7 +70,9 @@ def test_credentials_in_a_remote_never_survive() -> None:
     assert "ghs_" not in canonical_repo("https://x-access-token:ghs_abc123@github.com/acme/widget")
 
 
-@pytest.mark.parametrize("url", ["/srv/git/x.git", "file:///srv/git/x.git", "", "host:", "widget", "https://[::1/x"])
+@pytest.mark.parametrize(
+    "url", ["/srv/git/x.git", "file:///srv/git/x.git", "", "host:", "widget", "https://[::1/x"]
+)
 def test_what_is_not_a_remote_has_no_remote_identity(url: str) -> None:
     assert remote_identity(url) is None
 

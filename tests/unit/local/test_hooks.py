@@ -192,3 +192,38 @@ def test_the_amazon_q_hook_prints_the_context_itself_not_json() -> None:
         json.loads(context.session_start("claude-code", env={}))["hookSpecificOutput"]["additionalContext"]
         == out
     )
+
+
+END_EVENTS = {
+    "claude-code": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20}),
+    "codex": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20}),
+    "gemini": ({"AfterAgent", "SessionEnd"}, {"timeout": 20000, "name": "sessionvault-checkpoint"}),
+    "qwen": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20, "name": "sessionvault-checkpoint"}),
+}
+
+
+@pytest.mark.parametrize("client", sorted(END_EVENTS))
+def test_the_checkpoint_hook_goes_on_each_end_of_work_event_once(client: str, tmp_path: Path) -> None:
+    path = tmp_path / HOOK_FILES[client]
+    path.parent.mkdir(parents=True)
+    theirs = {"hooks": [{"type": "command", "command": "notify-send done"}]}
+    path.write_text(json.dumps({"hooks": {"Stop": [theirs]}, "theme": "dark"}))
+    events, extra = END_EVENTS[client]
+    first = hooks.install_checkpoint_hooks(client, home=tmp_path, cwd=tmp_path, now=T1)
+    assert [r.changed for r in first] == [True] * len(events)
+    data = json.loads(path.read_text())
+    assert data["theme"] == "dark" and set(data["hooks"]) >= events
+    for event in events:
+        [ours] = [g for g in data["hooks"][event] if g != theirs]
+        [hook] = ours["hooks"]
+        assert hook["command"] == f"{SV} hook checkpoint --client {client}" and extra.items() <= hook.items()
+        assert "matcher" not in ours or event == "PreCompact"
+    if "Stop" in events:
+        assert theirs in data["hooks"]["Stop"]  # the user's own Stop hook stays
+    assert set(hooks.checkpoint_events(client, home=tmp_path, cwd=tmp_path)) == events
+    again = hooks.install_checkpoint_hooks(client, home=tmp_path, cwd=tmp_path, now=T2)
+    assert not any(r.changed for r in again)
+
+
+def test_amazon_q_has_no_end_of_work_event_to_hook() -> None:
+    assert hooks.install_checkpoint_hooks("amazon-q", home=Path("/nonexistent"), cwd=Path("/")) == []

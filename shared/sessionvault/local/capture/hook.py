@@ -32,7 +32,7 @@ SEND_TIMEOUT_S = 3.0  # each save_session request
 MAX_INPUT = 1_000_000  # a hook's stdin: a JSON object of a few fields
 # Events that fire on every turn: sent at most once a THROTTLE_S per client session; in between
 # the newest checkpoint waits in the spool (folded), for the next send or the session's end.
-EVERY_TURN = frozenset({"Stop", "AfterAgent"})
+EVERY_TURN = frozenset({"Stop", "AfterAgent"})  # Claude Code, Codex, Qwen Code; Gemini CLI
 THROTTLE_S = 60.0
 
 
@@ -76,12 +76,13 @@ def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: P
 
 
 def checkpoint_args(
-    reader: Reader, path: Path, cwd: Path, session_id: str = "", last_message: object = None
+    reader: Reader[Any], found: Any, cwd: Path, session_id: str = "", last_message: object = None
 ) -> dict[str, Any] | None:
-    """The redacted save_session arguments for the client session in `path`, run in `cwd`
+    """The redacted save_session arguments for the client session `found` (what the reader's
+    `locate` finds: a file, or OpenCode's database and an id), run in `cwd`
     (its repo, branch and commit); None when it holds nothing to hand over yet. A hook's own
     copy of the last message (Claude Code's Stop) is the newest word, so it wins."""
-    transcript = reader.read(path)
+    transcript = reader.read(found)
     transcript.session_id = transcript.session_id or session_id
     if isinstance(last_message, str) and last_message.strip():
         transcript.last_message = last_message
@@ -99,7 +100,7 @@ def _redacted(args: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def _transcript_path(payload: Mapping[str, Any], reader: Reader, home: Path, cwd: Path) -> Path | None:
+def _transcript_path(payload: Mapping[str, Any], reader: Reader[Any], home: Path, cwd: Path) -> Path | None:
     given = payload.get("transcript_path")
     if isinstance(given, str) and given:
         path = Path(given).expanduser()
