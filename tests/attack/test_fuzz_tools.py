@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sessionvault.core.repos import canonical_repo
 from sessionvault.runtime import Runtime
 from sessionvault.server import tools
 from sessionvault.server.app import SessionVaultApp
@@ -179,7 +180,7 @@ def test_what_is_saved_loads_back_unchanged(fuzzer: tuple[Fuzzer, str]) -> None:
                 continue
             expected = {
                 "name": args["name"],
-                "repo": args.get("repo", ""),
+                "repo": canonical_repo(args.get("repo", "")),  # one repo identity (core.repos)
                 "client": args.get("client", ""),
                 "summary": args["summary"],
                 **{f: args.get(f, []) for f in ("plan", "decisions", "todos", "files", "errors", "tried")},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import psycopg
 
 from sessionvault.core import purge
@@ -42,6 +44,29 @@ def test_a_new_key_reads_and_writes_but_cannot_delete(server, runtime):
     assert call(server.url, writer.key, "load_session", name="keep")["structuredContent"]["found"]
 
 
+def test_the_scope_hint_keeps_the_scopes_the_key_already_has(server, runtime):
+    writer = make_user(runtime, scopes=("read", "write"))
+    refused = call(server.url, writer.key, "delete_session", name="keep")["content"][0]["text"]
+    assert refused.endswith("sessionvault key create --scope read,write,delete")
+
+
+def test_a_read_only_key_can_look_at_a_handoff_but_not_claim_it(server, runtime, pg):
+    """Claiming changes the handoff's state: it needs `write`, and the claim records the key
+    that made it beside the client name the caller gave (which is only self-declared)."""
+    owner = make_user(runtime)
+    reader = make_user(runtime, scopes=("read",))
+    with psycopg.connect(pg.owner_url) as conn:  # the reader as a second key of the same user
+        conn.execute("UPDATE api_keys SET user_id = %s WHERE user_id = %s", (owner.id, reader.id))
+    call(server.url, owner.key, "save_session", name="h", summary="s", repo="github.com/a/b", handoff=True)
+    looked = call(server.url, reader.key, "load_session", repo="github.com/a/b")["structuredContent"]
+    assert looked["found"] and looked["handoff"]["state"] == "open"
+    refused = call(server.url, reader.key, "load_session", repo="github.com/a/b", accept=True, client="codex")
+    assert refused["isError"] and "lacks the 'write' scope" in refused["content"][0]["text"]
+    won = call(server.url, owner.key, "load_session", repo="github.com/a/b", accept=True, client="codex")
+    handoff = won["structuredContent"]["handoff"]
+    assert (handoff["accepted_by"], handoff["accepted_with"]) == ("codex", owner.key[:12])
+
+
 def test_delete_all_takes_two_calls_a_token_and_the_exact_phrase(server, runtime, pg):
     owner = make_user(runtime)
     for name, repo in (("a", "r1"), ("b", "r1"), ("c", "r2")):
@@ -78,8 +103,10 @@ def test_delete_all_takes_two_calls_a_token_and_the_exact_phrase(server, runtime
 
 def test_a_confirmation_token_expires_and_cannot_be_forged():
     dek, other = b"k" * 32, b"o" * 32
-    token = purge.make_token(dek, "u", "", now=1000)
-    purge.check_token(dek, "u", "", token, now=1000 + purge.TOKEN_TTL_S)  # still valid at the edge
+    counted = purge.Counted(datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=UTC), 3)
+    token = purge.make_token(dek, "u", "", counted, now=1000)
+    # still valid at the edge, and it says what it counted
+    assert purge.check_token(dek, "u", "", token, now=1000 + purge.TOKEN_TTL_S) == counted
     for args in (
         (dek, "u", "", token, 1001 + purge.TOKEN_TTL_S),  # late
         (other, "u", "", token, 1000),  # another user's key
@@ -94,6 +121,26 @@ def test_a_confirmation_token_expires_and_cannot_be_forged():
             assert type(exc).__name__ == "ValidationFailed"
         else:
             raise AssertionError(f"accepted {args[1:]}")
+
+
+def test_a_confirmation_token_deletes_only_what_it_counted_and_only_once(server, runtime):
+    owner = make_user(runtime)
+    call(server.url, owner.key, "save_session", name="counted", summary="s", repo="github.com/a/r")
+    first = call(server.url, owner.key, "delete_all_sessions", repo="github.com/a/r")["structuredContent"]
+    assert first["would_delete"] == 1
+    for name in ("later-1", "later-2"):  # saved after the count: the token must not take them
+        call(server.url, owner.key, "save_session", name=name, summary="s", repo="github.com/a/r")
+    confirm = {
+        "repo": "github.com/a/r",
+        "confirm_token": first["confirm_token"],
+        "confirm_phrase": purge.PHRASE,
+    }
+    done = call(server.url, owner.key, "delete_all_sessions", **confirm)["structuredContent"]
+    assert (done["deleted"], done["sessions_deleted"]) == (True, 1)
+    replay = call(server.url, owner.key, "delete_all_sessions", **confirm)
+    assert replay["isError"] and "the token was used" in replay["content"][0]["text"]
+    left = call(server.url, owner.key, "list_sessions")["structuredContent"]["sessions"]
+    assert sorted(s["name"] for s in left) == ["later-1", "later-2"]
 
 
 def test_quotas_stop_a_save_with_a_message_that_says_how_to_free_space(pg):

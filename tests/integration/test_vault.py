@@ -75,8 +75,8 @@ def test_list_paginates_newest_first_from_the_preview(runtime, user):
 
 
 def test_delete_removes_every_version(runtime, user):
-    for _ in range(3):
-        save(runtime.vault, user.principal, name="gone", summary="s")
+    for i in range(3):
+        save(runtime.vault, user.principal, name="gone", summary=f"s{i}")
     out = runtime.vault.delete(user.principal, records.parse(records.DeleteArgs, {"name": "gone"}))
     assert out == {"deleted": True, "name": "gone", "versions_deleted": 3}
     assert load(runtime.vault, user.principal, name="gone")["found"] is False

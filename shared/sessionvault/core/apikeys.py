@@ -23,6 +23,16 @@ def parse_scopes(text: str) -> tuple[str, ...]:
     return asked
 
 
+def scope_hint(needed: str, what: str, have: frozenset[str]) -> str:
+    """Why `what` was refused and the key that would do it: the scopes this key has plus the
+    missing one (suggesting only the missing one would drop what the caller already uses)."""
+    wanted = ",".join(s for s in SCOPES if s in have | {needed})
+    return (
+        f"this API key lacks the {needed!r} scope that {what} needs;"
+        f" create a key with it: sessionvault key create --scope {wanted}"
+    )
+
+
 def generate() -> str:
     return PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(24)).decode().rstrip("=")
 

@@ -19,8 +19,10 @@ def state_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
     if row["handoff_to"]:
         out["to_client"] = row["handoff_to"]
     if state == "accepted":
-        out["accepted_by"] = row["handoff_accepted_by"] or ""
+        out["accepted_by"] = row["handoff_accepted_by"] or ""  # the name the claimer gave
         out["accepted_at"] = iso(row["handoff_accepted_at"])
+        if row.get("handoff_accepted_with"):
+            out["accepted_with"] = row["handoff_accepted_with"]  # the key (or OAuth) that claimed it
     elif state == "open":
         out["expires_at"] = iso(row["handoff_expires_at"])
     elif state == "expired":

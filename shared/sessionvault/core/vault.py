@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sessionvault.core import crypto, framing, handoff
+from sessionvault.core.apikeys import SCOPES, scope_hint
 from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import (
     AUTO_HISTORY,
@@ -37,11 +38,10 @@ from sessionvault.core.repos import canonical_repo
 from sessionvault.db import deletes, handoffs, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
-from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, VaultError
+from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
 
 RELATED_LIMIT = 5
 _STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
-SCOPES = ("read", "write", "delete")
 # What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
 LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
 
@@ -52,9 +52,12 @@ class Principal:
 
     user_id: str
     wrapped_dek: WrappedKey
-    # What the key may do: read (load, list, search), write (save), delete. Internal callers
-    # (jobs, tests) act for the user with every scope; the server passes the key's own.
+    # What the key may do: read (load, list, search), write (save, claim a handoff), delete.
+    # Internal callers (jobs, tests) act for the user with every scope; the server passes the key's.
     scopes: frozenset[str] = frozenset(SCOPES)
+    # Which credential this is, for the record of who claimed a handoff: the API key's display
+    # prefix, or "oauth"; "" for internal callers.
+    credential: str = ""
 
 
 def embedding_text(record: Mapping[str, Any]) -> str:
@@ -185,7 +188,9 @@ class Vault:
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
         dek = self._dek(who)
         if args.accept:
-            row, last = handoffs.claim(self.db, who.user_id, args.repo, args.client)
+            if "write" not in who.scopes:  # a claim changes the handoff's state
+                raise ScopeMissing(scope_hint("write", "load_session with accept=true", who.scopes))
+            row, last = handoffs.claim(self.db, who.user_id, args.repo, args.client, who.credential)
             if row is None:
                 return handoff.not_claimed(args, last)
         elif args.name:

@@ -3,6 +3,8 @@ the same statement; and counting what deleting every one would remove (`core/pur
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sessionvault.db.pool import Database
 from sessionvault.db.sessions import tenant_row
 
@@ -32,19 +34,38 @@ def delete(db: Database, user_id: str, name: str) -> int | None:
     return row["versions"] if row and row["sessions"] else None
 
 
-def delete_all(db: Database, user_id: str, repo: str) -> tuple[int, int]:
-    """Delete every session (of `repo`, when given): (sessions, versions) removed."""
-    row = tenant_row(
-        db, user_id, _DELETE % "(%(repo)s = '' OR repo = %(repo)s)", {"user_id": user_id, "repo": repo}
-    )
-    return (row["sessions"], row["versions"]) if row else (0, 0)
-
-
-_COUNT = (
-    "SELECT count(*) AS n FROM sessions WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)"
+# The sessions (of a repo) that existed at `issued`: what a confirmation token counted.
+_EXISTED = "(%(repo)s = '' OR repo = %(repo)s) AND created_at <= %(issued)s"
+# ... deleted only if they are still exactly the `expected` number (one statement, one snapshot):
+# a token replayed after its use, or after some of them went, deletes nothing.
+_STILL_COUNTED = (
+    _EXISTED
+    + " AND (SELECT count(*) FROM sessions WHERE user_id = %(user_id)s AND "
+    + _EXISTED
+    + ") = %(expected)s"
 )
 
 
-def count(db: Database, user_id: str, repo: str) -> int:
+def delete_all(
+    db: Database, user_id: str, repo: str, issued: datetime, expected: int
+) -> tuple[int, int] | None:
+    """Delete the sessions (of `repo`, when given) that existed at `issued`, if they are still
+    `expected` in number: (sessions, versions) removed; None when they are not (nothing deleted)."""
+    params = {"user_id": user_id, "repo": repo, "issued": issued, "expected": expected}
+    row = tenant_row(db, user_id, _DELETE % _STILL_COUNTED, params)
+    if row is None or (expected and not row["sessions"]):
+        return None
+    return row["sessions"], row["versions"]
+
+
+_COUNT = (
+    "SELECT count(*) AS n, clock_timestamp() AS at FROM sessions"
+    " WHERE user_id = %(user_id)s AND (%(repo)s = '' OR repo = %(repo)s)"
+)
+
+
+def count(db: Database, user_id: str, repo: str) -> tuple[int, datetime]:
+    """How many sessions (of `repo`) there are, and the database's time of that count."""
     row = tenant_row(db, user_id, _COUNT, {"user_id": user_id, "repo": repo})
-    return int(row["n"]) if row else 0
+    assert row is not None  # an aggregate always has its row
+    return int(row["n"]), row["at"]

@@ -25,7 +25,8 @@ WITH pick AS (
     ORDER BY h.offered_at DESC LIMIT 1
 ),
 claimed AS (
-    UPDATE handoffs h SET accepted_at = clock_timestamp(), accepted_by = %(client)s
+    UPDATE handoffs h SET accepted_at = clock_timestamp(), accepted_by = %(client)s,
+                          accepted_with = %(credential)s
     FROM pick
     WHERE h.session_id = pick.session_id AND h.version = pick.version
       AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
@@ -55,11 +56,13 @@ ORDER BY h.offered_at DESC LIMIT 1
 )
 
 
-def claim(db: Database, user_id: str, repo: str, client: str) -> tuple[Row | None, Row | None]:
+def claim(
+    db: Database, user_id: str, repo: str, client: str, credential: str = ""
+) -> tuple[Row | None, Row | None]:
     """Claim the newest open handoff of `repo` ('' = any) that `client` may take: (the claimed
     version's row, as `get_by_name` returns it, or None; the newest offer `client` could see,
     to say who took it or that it expired). One statement claims, one flight in all."""
-    params = {"user_id": user_id, "repo": repo, "client": client}
+    params = {"user_id": user_id, "repo": repo, "client": client, "credential": credential}
 
     def work(conn: Connection) -> tuple[Cursor, Cursor]:
         return conn.execute(_CLAIM, params), conn.execute(_LAST_OFFER, params)

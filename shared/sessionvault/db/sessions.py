@@ -251,7 +251,7 @@ STATE_COLUMNS = """
     h.version AS handoff_version, h.to_client AS handoff_to, h.from_client AS handoff_from,
     h.offered_at AS handoff_offered_at,
     h.expires_at AS handoff_expires_at, h.accepted_at AS handoff_accepted_at,
-    h.accepted_by AS handoff_accepted_by"""
+    h.accepted_by AS handoff_accepted_by, h.accepted_with AS handoff_accepted_with"""
 
 # What a load returns, from sessions s, session_versions v and handoffs h: the one version's
 # ciphertext, the head, the version list and the offer's state (a claim returns the same).

@@ -66,7 +66,8 @@ def admit(
         log.auth_reason = result.status
         raise refused(base)
     log.admitted = True
-    return Principal(result.user_id, result.wrapped_dek, result.scopes)
+    credential = apikeys.display_prefix(token) if apikeys.looks_like_key(token) else "oauth"
+    return Principal(result.user_id, result.wrapped_dek, result.scopes, credential)
 
 
 def _rate_limited(result: admission.Admission) -> bytes:

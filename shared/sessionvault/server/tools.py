@@ -20,6 +20,7 @@ from mcp.server.lowlevel import Server
 
 import sessionvault
 from sessionvault.core import framing, purge, records
+from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.vault import Principal, Vault
 from sessionvault.errors import ErrorClass, VaultError
 from sessionvault.server import prompts
@@ -144,10 +145,7 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
         return _error(f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
     if spec.scope not in state.principal.scopes:
         state.error_class = "scope"
-        return _error(
-            f"this API key lacks the {spec.scope!r} scope that {name} needs;"
-            f" create a key with it: sessionvault key create --scope {','.join(sorted({spec.scope, 'read'}))}"
-        )
+        return _error(scope_hint(spec.scope, name, state.principal.scopes))
     try:
         args = records.parse(spec.args, arguments)
         result = await anyio.to_thread.run_sync(partial(spec.run, vault, state.principal, args))

@@ -13,11 +13,12 @@ The shapes below are those of Claude Code 2.1.332 (tests/fixtures/transcripts/cl
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from .transcript import KEEP, Transcript, json_lines
+from .shell import MAX_FAILURE as MAX_FAILURE
+from .shell import failure
+from .transcript import KEEP, PENDING, Capped, Transcript, json_lines, newest, todo_items
 
 CLIENT = "claude-code"
 FILE_TOOLS = {
@@ -26,9 +27,6 @@ FILE_TOOLS = {
     "MultiEdit": "file_path",
     "NotebookEdit": "notebook_path",
 }
-MAX_FAILURE = 300  # one "command: error line" entry, at most
-_MAX_COMMAND = 120
-_PENDING = 200  # tool calls awaiting their result; more only if results went missing
 # What Claude Code itself writes as a user entry: slash commands and their output, shell-mode
 # input, reminders. Not something the user asked.
 _NOT_ASKS = (
@@ -45,7 +43,6 @@ _NOT_ASKS = (
     "[Request interrupted",
 )
 _EXIT_CODE = re.compile(r"^(Error: )?Exit code \d+$")
-_ERROR_WORD = re.compile(r"error|exception|fail|fatal|denied|not found|no such|cannot|missing|invalid", re.I)
 _TAG = re.compile(r"</?[a-z_-]+>")
 _SUMMARY = re.compile(r"\nSummary:\n(.*?)(?:\n\nIf you need specific details|\Z)", re.S)
 _CREATED_TASK = re.compile(r"Task #(\S+) created")
@@ -74,7 +71,7 @@ def locate(home: Path, cwd: Path, session_id: str = "", config: Path | None = No
     name = re.sub(r"[^a-zA-Z0-9]", "-", str(cwd))
     folders = [projects / name] if len(name) <= 200 else sorted(projects.glob(f"{name[:200]}-*"))
     found = [f for folder in folders for f in _transcripts(folder, session_id)]
-    return max(found, key=lambda f: f.stat().st_mtime, default=None)
+    return newest(found)
 
 
 def _transcripts(folder: Path, session_id: str) -> list[Path]:
@@ -89,8 +86,8 @@ class _Reader:
 
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
-        self.pending: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()  # id -> call
-        self.tasks: OrderedDict[str, str] = OrderedDict()  # TaskCreate's task id -> subject
+        self.pending: Capped[str, tuple[str, dict[str, Any]]] = Capped(PENDING)  # id -> call
+        self.tasks: Capped[str, str] = Capped(KEEP * 4)  # TaskCreate's task id -> subject
 
     def entry(self, entry: dict[str, Any]) -> None:
         kind = entry.get("type")
@@ -125,8 +122,6 @@ class _Reader:
                     str(block.get("name", "")),
                     given if isinstance(given, dict) else {},
                 )
-                while len(self.pending) > _PENDING:
-                    self.pending.popitem(last=False)
             elif _is(block, "text") and not entry.get("isApiErrorMessage") and not entry.get("isSidechain"):
                 text = str(block.get("text", "")).strip()  # an API error text is Claude Code's own
                 if text:
@@ -146,14 +141,14 @@ class _Reader:
         name, given = self.pending.pop(str(block.get("tool_use_id")), ("", {}))
         failed = bool(block.get("is_error"))
         if name == "Bash" and failed:
-            self._failure(str(given.get("command", "")), _text(block.get("content")))
+            output = _output_lines(_text(block.get("content")))
+            self.transcript.failures.append(failure(str(given.get("command", "")), output))
         elif failed:
             return  # an edit that failed changed nothing; a task call that failed made nothing
         elif name in FILE_TOOLS and isinstance(given.get(FILE_TOOLS[name]), str):
-            self.transcript.touch(self._relative(given[FILE_TOOLS[name]]))
+            self.transcript.touch(given[FILE_TOOLS[name]])
         elif name == "TodoWrite" and isinstance(given.get("todos"), list):
-            todos = [t for t in given["todos"] if isinstance(t, dict)]
-            self.transcript.set_todos([(str(t.get("content", "")), str(t.get("status", ""))) for t in todos])
+            self.transcript.set_todos(todo_items(given["todos"], "content"))
         elif name == "TaskCreate":
             self._task_created(given, extra, _text(block.get("content")))
         elif name == "TaskUpdate":
@@ -167,8 +162,6 @@ class _Reader:
         subject = str(given.get("subject", "")).strip()
         if subject:
             self.tasks[task_id] = subject
-            while len(self.tasks) > KEEP * 4:
-                self.tasks.popitem(last=False)
             self.transcript.set_todo(subject, "pending")
 
     def _task_updated(self, given: dict[str, Any]) -> None:
@@ -185,29 +178,12 @@ class _Reader:
         self.tasks[task_id] = subject
         self.transcript.set_todo(subject, status)
 
-    def _failure(self, command: str, output: str) -> None:
-        command = " ".join(command.split())
-        if len(command) > _MAX_COMMAND:
-            command = command[: _MAX_COMMAND - 1] + "…"
-        line = f"{command}: {_error_line(output)}"
-        self.transcript.failures.append(line if len(line) <= MAX_FAILURE else line[: MAX_FAILURE - 1] + "…")
 
-    def _relative(self, path: str) -> str:
-        """A path under the session's folder, relative to it; any other path as it was given."""
-        if self.transcript.cwd:
-            try:
-                return Path(path).relative_to(self.transcript.cwd).as_posix()
-            except ValueError:
-                pass
-        return path
-
-
-def _error_line(output: str) -> str:
-    """The line that says what went wrong: the first that reads like an error, else the first
-    that is more than Claude Code's own "Exit code N"."""
+def _output_lines(output: str) -> list[str]:
+    """What a failed Bash call printed, without what Claude Code adds to it: its tags
+    (<tool_use_error>, <bash-stderr>) and its "Exit code N" line."""
     lines = [line.strip() for line in _TAG.sub("", output).splitlines()]
-    lines = [line for line in lines if line and not _EXIT_CODE.match(line)]
-    return next((line for line in lines if _ERROR_WORD.search(line)), lines[0] if lines else "failed")
+    return [line for line in lines if not _EXIT_CODE.match(line)]
 
 
 def _is(block: Any, kind: str) -> bool:

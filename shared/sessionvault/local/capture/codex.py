@@ -17,18 +17,26 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .transcript import MAX_LINE, Transcript, json_lines
+from .shell import MAX_FAILURE as MAX_FAILURE
+from .shell import failure
+from .transcript import (
+    MAX_LINE,
+    PENDING,
+    Capped,
+    Transcript,
+    json_lines,
+    json_value,
+    patched_files,
+    todo_items,
+    written,
+)
 
 CLIENT = "codex"
 SHELL_TOOLS = frozenset({"exec_command", "shell_command", "shell", "local_shell", "container.exec"})
-MAX_FAILURE = 300  # one "command: error line" entry, at most
-_MAX_COMMAND = 120
-_PENDING = 200  # tool calls awaiting their output; more only if outputs went missing
 _SCANNED = 200  # session files `locate` opens, newest first, looking for one begun in `cwd`
 # What Codex itself puts into a user message (0.171.0 labels each part's kind in the item's
 # metadata; older versions did not, so their tags are matched too): AGENTS.md, the environment,
@@ -45,9 +53,7 @@ _SESSION_ID = re.compile(r"[0-9A-Fa-f-]{8,64}")
 _HANDOVER = re.compile(r"\AAnother language model started to solve this problem[^\n]*\n")
 _EXIT = re.compile(r"^(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$", re.M)
 _RUNNING = re.compile(r"^Process running with session ID (\d+)", re.M)
-_PATCHED = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+?)\s*$", re.M)
 _REFUSED = re.compile(r"not allowed|failed to parse|unsupported|error", re.I)
-_ERROR_WORD = re.compile(r"error|exception|fail|fatal|denied|not found|no such|cannot|missing|invalid", re.I)
 
 
 def read(path: Path) -> Transcript:
@@ -84,20 +90,13 @@ def locate(home: Path, cwd: Path, session_id: str = "", state: Path | None = Non
             return None  # not a UUID: nothing to glob for
         found = sorted(sessions.glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
         return found[-1] if found else None
-    newest = sorted(_rollouts(sessions), key=_mtime, reverse=True)[:_SCANNED]
+    newest = sorted(_rollouts(sessions), key=written, reverse=True)[:_SCANNED]
     want = _resolved(cwd)
     return next((f for f in newest if _began_in(f) == want), None)
 
 
 def _rollouts(sessions: Path) -> Iterator[Path]:
     return (f for f in sessions.glob("*/*/*/rollout-*.jsonl") if f.is_file())
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def _resolved(path: Path) -> str:
@@ -118,11 +117,13 @@ def _session_meta(path: Path) -> dict[str, Any]:
     or {}."""
     try:
         with path.open("rb") as handle:
-            first = json.loads(handle.readline(MAX_LINE))
-    except (OSError, ValueError, RecursionError):
+            first = json_value(handle.readline(MAX_LINE))
+    except OSError:
         return {}
-    payload = first.get("payload") if isinstance(first, dict) else None
-    return payload if first.get("type") == "session_meta" and isinstance(payload, dict) else {}
+    if not isinstance(first, dict) or first.get("type") != "session_meta":
+        return {}
+    payload = first.get("payload")
+    return payload if isinstance(payload, dict) else {}
 
 
 class _Reader:
@@ -130,8 +131,8 @@ class _Reader:
 
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
-        self.pending: OrderedDict[str, tuple[str, Any]] = OrderedDict()  # call id -> (tool, input)
-        self.running: OrderedDict[str, str] = OrderedDict()  # unified exec session -> command
+        self.pending: Capped[str, tuple[str, Any]] = Capped(PENDING)  # call id -> (tool, input)
+        self.running: Capped[str, str] = Capped(PENDING)  # unified exec session -> command
         self.said_before = ""  # last_message before the latest one (see _compacted)
 
     def entry(self, entry: dict[str, Any]) -> None:
@@ -183,8 +184,6 @@ class _Reader:
             self.pending[call_id] = (str(item.get("name", "")), str(item.get("input", "")))
         else:
             self.pending[call_id] = (str(item.get("name", "")), _arguments(item.get("arguments")))
-        while len(self.pending) > _PENDING:
-            self.pending.popitem(last=False)
 
     def _output(self, call_id: str, output: str) -> None:
         name, given = self.pending.pop(call_id, ("", None))
@@ -205,28 +204,23 @@ class _Reader:
         items = given.get("plan") if isinstance(given, dict) else None
         if not isinstance(items, list) or (_REFUSED.search(output) and "Plan updated" not in output):
             return
-        steps = [
-            (str(i.get("step", "")).strip(), str(i.get("status", ""))) for i in items if isinstance(i, dict)
-        ]
-        self.transcript.set_todos([(step, status) for step, status in steps if step])
+        self.transcript.set_todos(todo_items(items, "step"))
 
     def _patched(self, envelope: str, output: str) -> None:
         if _exit_code(output) not in (None, 0):
             return  # a patch that did not apply changed nothing
-        for path in _PATCHED.findall(envelope):
-            self.transcript.touch(self._relative(path))
+        for path in patched_files(envelope):
+            self.transcript.touch(path)
 
     def _shell(self, command: str, output: str) -> None:
         running = _RUNNING.search(_header(output))
         code = _exit_code(output)
         if running and code is None:
             self.running[running.group(1)] = command
-            while len(self.running) > _PENDING:
-                self.running.popitem(last=False)
         elif "*** Begin Patch" in command:
             self._patched(command, output)  # apply_patch run through the shell (a heredoc)
         elif code:
-            self._failure(command, _body(output))
+            self.transcript.failures.append(failure(command, _body(output).splitlines()))
 
     def _compacted(self, payload: dict[str, Any]) -> None:
         message = str(payload.get("message", ""))
@@ -237,22 +231,6 @@ class _Reader:
         # entry: that is the summary, not the last thing said to the user.
         if self.transcript.last_message and self.transcript.last_message == summary:
             self.transcript.last_message = self.said_before
-
-    def _failure(self, command: str, output: str) -> None:
-        command = " ".join(command.split())
-        if len(command) > _MAX_COMMAND:
-            command = command[: _MAX_COMMAND - 1] + "…"
-        line = f"{command}: {_error_line(output)}"
-        self.transcript.failures.append(line if len(line) <= MAX_FAILURE else line[: MAX_FAILURE - 1] + "…")
-
-    def _relative(self, path: str) -> str:
-        """A path under the session's folder, relative to it; any other path as it was given."""
-        if self.transcript.cwd and Path(path).is_absolute():
-            try:
-                return Path(path).relative_to(self.transcript.cwd).as_posix()
-            except ValueError:
-                pass
-        return path
 
 
 def _asked(item: dict[str, Any], parts: list[dict[str, Any]]) -> list[str]:
@@ -268,13 +246,9 @@ def _asked(item: dict[str, Any], parts: list[dict[str, Any]]) -> list[str]:
 
 
 def _arguments(raw: Any) -> Any:
-    """A function call's arguments: a JSON string (an object, as a rule)."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):
-            return {}
-    return raw if isinstance(raw, dict) else {}
+    """A function call's arguments: a JSON string of an object; {} when torn or not an object."""
+    value = json_value(raw) if isinstance(raw, str) else raw
+    return value if isinstance(value, dict) else {}
 
 
 def _command(given: Any) -> str:
@@ -308,15 +282,9 @@ def _exit_code(output: str) -> int | None:
     found = _EXIT.search(_header(output))
     if found:
         return int(found.group(1))
-    if output.startswith("{"):
-        try:
-            data = json.loads(output)
-        except (ValueError, RecursionError):
-            return None
-        meta = data.get("metadata") if isinstance(data, dict) else None
-        code = meta.get("exit_code") if isinstance(meta, dict) else None
-        return code if isinstance(code, int) else None
-    return None
+    meta = _older_output(output).get("metadata")
+    code = meta.get("exit_code") if isinstance(meta, dict) else None
+    return code if isinstance(code, int) else None
 
 
 def _header(output: str) -> str:
@@ -331,18 +299,12 @@ def _body(output: str) -> str:
     head, sep, rest = output.partition("\nOutput:\n")
     if sep and _EXIT.search(head):
         return rest
-    if output.startswith("{"):
-        try:
-            data = json.loads(output)
-        except (ValueError, RecursionError):
-            return output
-        if isinstance(data, dict) and isinstance(data.get("output"), str):
-            return str(data["output"])
-    return output
+    printed = _older_output(output).get("output")
+    return printed if isinstance(printed, str) else output
 
 
-def _error_line(output: str) -> str:
-    """The line that says what went wrong: the first that reads like an error, else the last
-    line printed (a command's last words are its verdict more often than its first)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return next((line for line in lines if _ERROR_WORD.search(line)), lines[-1] if lines else "failed")
+def _older_output(output: str) -> dict[str, Any]:
+    """An older shell output, a JSON object {"output": ..., "metadata": {"exit_code": ...}};
+    {} for any other output."""
+    data = json_value(output) if output.startswith("{") else None
+    return data if isinstance(data, dict) else {}

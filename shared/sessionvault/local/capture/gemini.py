@@ -27,15 +27,22 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sessionvault.local.capture.transcript import Transcript, json_lines
+from sessionvault.local.capture.shell import failure
+from sessionvault.local.capture.transcript import (
+    Capped,
+    Transcript,
+    json_lines,
+    json_value,
+    newest,
+    todo_items,
+)
 
 CLIENT = "gemini"
 MAX_DOCUMENT = 20_000_000  # a legacy one-document session larger than this is not parsed
-MAX_FAILURE = 300
 FILE_TOOLS = frozenset({"write_file", "replace"})
 SHELL_TOOLS = frozenset({"run_shell_command"})
 TODO_TOOLS = frozenset({"write_todos"})
@@ -55,7 +62,8 @@ _SHELL_FIELDS = (
     "Background PIDs: ",
     "Process Group PGID: ",
 )
-_ERROR = re.compile(r"error|fail|exception|fatal|denied|not found|no such|missing|cannot|invalid", re.I)
+# run_shell_command's result lines that are not the command's output: "(empty)" for no output
+_NOT_OUTPUT = ("<untrusted_context>", "</untrusted_context>", "(empty)")
 _MAX_SEEN = 10_000
 SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")  # a session id that is safe in a file name or glob
 
@@ -76,10 +84,7 @@ def records(path: Path) -> Iterator[dict[str, Any]]:
         return
     if path.stat().st_size > MAX_DOCUMENT:
         return
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):
-        return
+    document = json_value(path.read_bytes())
     if isinstance(document, dict):
         messages = document.pop("messages", None)
         yield document
@@ -88,10 +93,7 @@ def records(path: Path) -> Iterator[dict[str, Any]]:
 
 def _project_root(path: Path) -> str:
     """The project folder a session file belongs to, from `.project_root` beside `chats/`."""
-    try:
-        return (path.parent.parent / ".project_root").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
+    return _reads(path.parent.parent / ".project_root")
 
 
 class SessionReader:
@@ -102,7 +104,7 @@ class SessionReader:
 
     def __init__(self, transcript: Transcript) -> None:
         self.transcript = transcript
-        self.seen: dict[str, None] = {}  # finished tool call ids, oldest first (bounded)
+        self.seen: Capped[str, None] = Capped(_MAX_SEEN)  # finished tool call ids, oldest first
 
     def add(self, record: Mapping[str, Any]) -> None:
         if isinstance(record.get("sessionId"), str):
@@ -164,22 +166,21 @@ class SessionReader:
         if not isinstance(key, str):
             return True  # no id to tell a repeat by
         self.seen[key] = None
-        if len(self.seen) > _MAX_SEEN:
-            self.seen.pop(next(iter(self.seen)))
         return True
 
     def tool(self, call: Mapping[str, Any]) -> None:
         name, args, ok = call.get("name"), call.get("args"), call.get("status") == "success"
         if not isinstance(args, dict):
             return
-        if name in self.todo_tools and ok:
-            self.transcript.set_todos(todo_items(args.get("todos")))
+        if name in self.todo_tools and ok and isinstance(args.get("todos"), list):
+            # Gemini CLI's write_todos names a task's text `description`, Qwen Code's todo_write `content`
+            self.transcript.set_todos(todo_items(args["todos"], "description", "content"))
         elif name in self.file_tools and ok and isinstance(args.get("file_path"), str):
-            self.transcript.touch(relative(args["file_path"], self.transcript.cwd))
+            self.transcript.touch(args["file_path"])
         elif name in SHELL_TOOLS:
-            failure = shell_failure(str(args.get("command", "")), call)
-            if failure:
-                self.transcript.failures.append(failure)
+            failed = shell_failure(str(args.get("command", "")), call)
+            if failed:
+                self.transcript.failures.append(failed)
 
 
 def text_of(content: Any) -> str:
@@ -198,23 +199,6 @@ def snapshot_of(text: str) -> str:
     """A compression summary's `<state_snapshot>...</state_snapshot>`, without what follows."""
     end = text.find("</state_snapshot>")
     return text[: end + len("</state_snapshot>")] if end >= 0 else text
-
-
-def todo_items(todos: Any) -> list[tuple[str, str]]:
-    """A todo tool's `todos` ([{description | content, status}]: Gemini CLI's write_todos,
-    Qwen Code's todo_write) as (text, status) pairs."""
-    if not isinstance(todos, list):
-        return []
-    items = [(t.get("description", t.get("content")), t.get("status")) for t in todos if isinstance(t, dict)]
-    return [(text, str(status or "pending")) for text, status in items if isinstance(text, str) and text]
-
-
-def relative(path: str, cwd: str) -> str:
-    """`path` relative to `cwd` when it lies inside it, else as it was given."""
-    if not cwd or not os.path.isabs(path):
-        return path
-    inside = os.path.relpath(os.path.normpath(path), os.path.normpath(cwd))
-    return path if inside == ".." or inside.startswith("../") else inside
 
 
 def tool_output(call: Mapping[str, Any]) -> str:
@@ -238,8 +222,8 @@ def shell_fields(output: str) -> tuple[list[str], dict[str, str]]:
         field = next((f for f in _SHELL_FIELDS if line.startswith(f)), None)
         if field:
             fields[field[:-2]] = line[len(field) :].strip()
-        elif line.strip() not in ("<untrusted_context>", "</untrusted_context>"):
-            lines.append(line.removeprefix("Output: "))
+        elif (printed := line.removeprefix("Output: ")).strip() not in _NOT_OUTPUT:
+            lines.append(printed)
     return lines, fields
 
 
@@ -254,16 +238,8 @@ def shell_failure(command: str, call: Mapping[str, Any]) -> str:
     )
     if not failed or call.get("status") == "cancelled":  # the user stopped it: not a failure
         return ""
-    line = error_line(lines) or said.get("Error") or f"exit code {said.get('Exit Code', '?')}"
-    return f"{command.strip() or fields.get('Command', '')}: {line}"[:MAX_FAILURE]
-
-
-def error_line(lines: list[str]) -> str:
-    """The line that says what went wrong: the first that reads like an error, else the last
-    non-empty one (where most tools print their final complaint)."""
-    kept = [line.strip() for line in lines if line.strip() and line.strip() != "(empty)"]
-    flagged = [line for line in kept if _ERROR.search(line) and not line.startswith("Traceback")]
-    return (flagged or kept[-1:] or [""])[0]
+    otherwise = said.get("Error") or f"exit code {said.get('Exit Code', '?')}"
+    return failure(command.strip() or fields.get("Command", ""), lines, otherwise)
 
 
 def locate(home: Path, cwd: Path, session_id: str = "") -> Path | None:
@@ -276,11 +252,11 @@ def locate(home: Path, cwd: Path, session_id: str = "") -> Path | None:
     if session_id:
         prefix = session_id[:8]
         for scope in (folders, sorted(base.glob("*"))):
-            found = _newest(f for d in scope for f in _sessions(d, prefix) if _is_session(f, session_id))
+            found = newest(f for d in scope for f in _sessions(d, prefix) if _is_session(f, session_id))
             if found:
                 return found
         return None
-    return _newest(f for d in folders for f in _sessions(d))
+    return newest(f for d in folders for f in _sessions(d))
 
 
 def project_folders(home: Path, cwd: Path) -> list[Path]:
@@ -318,7 +294,3 @@ def _sessions(folder: Path, prefix: str = "") -> list[Path]:
 def _is_session(path: Path, session_id: str) -> bool:
     """Whether the file's first record names `session_id` (file names hold only 8 of it)."""
     return next(records(path), {}).get("sessionId") == session_id
-
-
-def _newest(paths: Iterable[Path]) -> Path | None:
-    return max(paths, key=lambda p: (p.stat().st_mtime, p.name), default=None)

@@ -31,7 +31,6 @@ read-only, and OpenCode may be writing it at the same time (it runs in WAL mode)
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import sqlite3
@@ -40,7 +39,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .transcript import KEEP, Transcript
+from .shell import failure
+from .transcript import KEEP, Transcript, json_value, patched_files, todo_items
 
 CLIENT = "opencode"
 DB_NAME = "opencode.db"
@@ -55,14 +55,9 @@ SCHEMA: dict[str, tuple[str, ...]] = {
 }
 MAX_TEXT = 20_000  # characters kept of one ask, message or patch; the record caps come later
 MAX_OUTPUT = 8_000  # characters of a failed command's output searched for its error line
-MAX_FAILURE = 300  # characters of one "command: error line"
 BUSY_MS = 2_000  # how long a read waits on a writer holding the database
 
-_ERROR_WORD = re.compile(
-    r"error|fail|fatal|exception|denied|not found|no such|cannot|can't|invalid|missing|abort|panic",
-    re.IGNORECASE,
-)
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+)$", re.MULTILINE)
+_METADATA = re.compile(r"</?bash_metadata>")  # OpenCode's tags around what it adds to an output
 _EDIT_TOOLS = frozenset({"write", "edit", "multiedit"})
 
 # One row per part, oldest first, with only what a reader needs, each field cut by SQLite
@@ -183,17 +178,19 @@ def _read_parts(conn: sqlite3.Connection, transcript: Transcript) -> None:
 
 
 class Message:
-    """The text parts of the latest assistant message seen, joined."""
+    """The text parts of the latest assistant message seen, joined; at most MAX_TEXT characters
+    of them, the first, however many parts a message has."""
 
     def __init__(self) -> None:
         self.id: object = None
-        self.texts: list[str] = []
+        self.text = ""
 
     def add(self, message_id: object, text: str) -> str:
         if message_id != self.id:
-            self.id, self.texts = message_id, []
-        self.texts.append(text.strip())
-        return "\n".join(self.texts)
+            self.id, self.text = message_id, ""
+        joined = f"{self.text}\n{text.strip()}" if self.text else text.strip()
+        self.text = joined[:MAX_TEXT]
+        return self.text
 
 
 def _tool(transcript: Transcript, row: sqlite3.Row) -> None:
@@ -203,14 +200,15 @@ def _tool(transcript: Transcript, row: sqlite3.Row) -> None:
         if items is not None:
             transcript.set_todos(items)
     elif tool in _EDIT_TOOLS and status == "completed" and isinstance(file_path, str) and file_path:
-        transcript.touch(_relative(file_path, transcript.cwd))
+        transcript.touch(file_path)
     elif tool == "apply_patch" and status == "completed" and isinstance(row["patch"], str):
-        for name in _PATCH_FILE.findall(row["patch"]):
-            transcript.touch(_relative(name.strip(), transcript.cwd))
+        for name in patched_files(row["patch"]):
+            transcript.touch(name)
     elif tool == "bash" and _failed(status, row["exit_code"]) and isinstance(row["command"], str):
         output = row["output"] if isinstance(row["output"], str) else ""
         if row["command"].strip():
-            transcript.failures.append(_failure(row["command"], output))
+            lines = [line for line in output.splitlines() if not _METADATA.fullmatch(line.strip())]
+            transcript.failures.append(failure(row["command"], lines))
 
 
 def _rows(conn: sqlite3.Connection, session_id: str) -> Iterator[sqlite3.Row]:
@@ -236,17 +234,10 @@ def _todo_table(conn: sqlite3.Connection, session_id: str) -> list[tuple[str, st
 
 
 def _todo_items(raw: str) -> list[tuple[str, str]] | None:
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(value, list):
-        return None
-    items = []
-    for todo in value:
-        if isinstance(todo, dict) and isinstance(todo.get("content"), str) and todo["content"]:
-            items.append((todo["content"], str(todo.get("status") or "pending")))
-    return items
+    """todowrite's `todos` (JSON, [{content, status, priority}]); None when cut or torn, so the
+    list read before stands."""
+    value = json_value(raw)
+    return todo_items(value, "content") if isinstance(value, list) else None
 
 
 def _failed(status: Any, exit_code: Any) -> bool:
@@ -254,26 +245,6 @@ def _failed(status: Any, exit_code: Any) -> bool:
     completed with a non-zero exit code."""
     nonzero = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
     return status == "error" or (status == "completed" and nonzero)
-
-
-def _failure(command: str, output: str) -> str:
-    """ "command: error line": the command's first line, then the output's first line that
-    reads as an error (else its last non-empty line), cut to MAX_FAILURE characters."""
-    lines = [row.strip() for row in output.splitlines()]
-    lines = [row for row in lines if row and not re.fullmatch(r"</?bash_metadata>", row)]
-    line = next((row for row in lines if _ERROR_WORD.search(row)), lines[-1] if lines else "failed")
-    text = f"{command.strip().splitlines()[0]}: {line}"
-    return text if len(text) <= MAX_FAILURE else text[: MAX_FAILURE - 1] + "…"
-
-
-def _relative(path: str, cwd: str) -> str:
-    """`path` relative to the session's folder when inside it, else as OpenCode wrote it."""
-    if not cwd:
-        return path
-    try:
-        return Path(path).relative_to(cwd).as_posix() if Path(path).is_absolute() else path
-    except ValueError:
-        return path
 
 
 def _norm(path: str) -> str:

@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.local.capture.gemini import SAFE_ID, SNAPSHOT, SessionReader, snapshot_of, text_of
-from sessionvault.local.capture.transcript import Transcript, json_lines
+from sessionvault.local.capture.transcript import PENDING, Capped, Transcript, json_lines, newest
 
 CLIENT = "qwen"
 PROMPTS = (None, "mid_turn_user_message")  # the user subtypes that are typed prompts
-_MAX_PENDING = 1_000  # tool calls awaiting their results, at most
 
 
 def read(path: Path) -> Transcript:
@@ -59,7 +58,7 @@ class QwenReader(SessionReader):
 
     def __init__(self, transcript: Transcript) -> None:
         super().__init__(transcript)
-        self.calls: dict[str, Mapping[str, Any]] = {}  # call id -> its functionCall
+        self.calls: Capped[str, Mapping[str, Any]] = Capped(PENDING)  # call id -> its functionCall
 
     def add(self, record: Mapping[str, Any]) -> None:
         for key, field in (("sessionId", "session_id"), ("cwd", "cwd")):
@@ -93,8 +92,6 @@ class QwenReader(SessionReader):
             call = part.get("functionCall") if isinstance(part, dict) else None
             if isinstance(call, dict) and isinstance(call.get("id"), str):
                 self.calls[call["id"]] = call
-                if len(self.calls) > _MAX_PENDING:
-                    self.calls.pop(next(iter(self.calls)))
 
     def result(self, record: Mapping[str, Any]) -> None:
         """A finished call, in gemini.py's shape (name, args, status, result), applied once."""
@@ -151,5 +148,4 @@ def locate(home: Path, cwd: Path, session_id: str = "") -> Path | None:
         )
     else:
         found = list(chats.glob("*.jsonl"))
-    files = [f for f in found if f.is_file()]
-    return max(files, key=lambda f: (f.stat().st_mtime, f.name), default=None)
+    return newest(f for f in found if f.is_file())

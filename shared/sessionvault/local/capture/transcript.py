@@ -1,22 +1,31 @@
-"""What a client's own session file says, in one shape for every client.
+"""What a client's own session file says, in one shape for every client, and what every reader
+does the same way whatever the client.
 
 Each client's reader (`claude_code`, `codex`, `gemini`, `qwen`, `opencode`) streams its client's
 native file and fills a `Transcript`. Readers never load a whole file: a 50 MB transcript is read
 line by line (or event by event) and only the most recent entries of each list are kept, so the
 hook's memory is bounded whatever the session's length. Readers never raise on a malformed line:
-a client killed mid-write leaves a torn last line, and the hook must still save what is there."""
+a client killed mid-write leaves a torn last line, and the hook must still save what is there.
+A failed command's entry is `shell.failure`'s, for every reader."""
 
 from __future__ import annotations
 
 import json
-from collections import deque
-from collections.abc import Iterator
+import os
+import re
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 KEEP = 50  # most recent entries kept per list while streaming; the record caps come later
 MAX_LINE = 4_000_000  # a longer JSONL line (a huge tool output) is skipped, not parsed
+PENDING = 200  # tool calls held while awaiting their result; more only if results went missing
+_PATCHED = re.compile(r"^\*\*\* (?:Add File|Update File|Move to): (.+)$", re.MULTILINE)
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass
@@ -36,7 +45,9 @@ class Transcript:
     compact_summary: str = ""  # the client's own compaction summary, where it writes one
 
     def touch(self, path: str) -> None:
-        """A file created or edited: kept once, most recently touched last."""
+        """A file created or edited, named relative to the session's folder when inside it:
+        kept once, most recently touched last."""
+        path = relative(path, self.cwd)
         if path in self.files:
             self.files.remove(path)
         self.files.append(path)
@@ -53,6 +64,20 @@ class Transcript:
             self.todos.pop(next(iter(self.todos)))
 
 
+class Capped(OrderedDict[K, V]):
+    """A dict that forgets its oldest entries past `limit`: what a reader holds while pairing
+    a tool call with its result stays bounded however many results never come."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: K, value: V) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 def json_lines(path: Path) -> Iterator[dict[str, Any]]:
     """Each JSON object of a JSONL file, streamed; torn, oversized or non-object lines skipped.
     At most MAX_LINE bytes are held at a time, however long a line is."""
@@ -62,9 +87,61 @@ def json_lines(path: Path) -> Iterator[dict[str, Any]]:
                 while (rest := handle.readline(MAX_LINE)) and not rest.endswith(b"\n"):
                     pass  # the rest of an oversized line
                 continue
-            try:
-                value = json.loads(raw)
-            except (ValueError, RecursionError):
-                continue
+            value = json_value(raw)
             if isinstance(value, dict):
                 yield value
+
+
+def json_value(raw: str | bytes) -> Any:
+    """`raw` parsed as JSON; None when it is not JSON (torn, or nested past Python's limit)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+def relative(path: str, cwd: str) -> str:
+    """`path` relative to `cwd` when it lies inside it, else as it was given (a relative path is
+    kept as the client wrote it: there is no telling what it was relative to)."""
+    if not cwd or not os.path.isabs(path) or not os.path.isabs(cwd):
+        return path
+    inside = os.path.relpath(path, cwd)
+    return path if inside == ".." or inside.startswith("../") else inside
+
+
+def todo_items(todos: list[Any], *keys: str) -> list[tuple[str, str]]:
+    """A client's task list, [{<text>: ..., "status": ...}], as (text, status) pairs: the text is
+    under the first of `keys` a task has a string for. A task without text is left out; one
+    without a status is "pending" (a task is made before it is started)."""
+    items = []
+    for todo in todos:
+        if not isinstance(todo, dict):
+            continue
+        text = next((todo[k].strip() for k in keys if isinstance(todo.get(k), str)), "")
+        if text:
+            items.append((text, str(todo.get("status") or "pending")))
+    return items
+
+
+def patched_files(envelope: str) -> list[str]:
+    """The files an apply_patch envelope adds, updates or moves to: Codex and OpenCode both
+    take this envelope (`*** Add File: <path>`, `*** Update File: <path>`, `*** Move to: <path>`)."""
+    return [name.strip() for name in _PATCHED.findall(envelope)]
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def newest(paths: Iterable[Path]) -> Path | None:
+    """The most recently written of `paths` (of two written together, the later name), or None."""
+    return max(paths, key=written, default=None)
+
+
+def written(path: Path) -> tuple[float, str]:
+    """When `path` was last written, as a sort key: a file gone since it was listed is oldest."""
+    try:
+        return path.stat().st_mtime, path.name
+    except OSError:
+        return 0.0, path.name
