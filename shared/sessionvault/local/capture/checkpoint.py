@@ -20,7 +20,7 @@ from typing import Any
 from sessionvault.core.checkpoints import checkpoint_name
 from sessionvault.core.records import MAX_ITEMS, MAX_NAME, MAX_TEXT
 
-from .transcript import Transcript
+from .transcript import Transcript, clip
 
 _STATE = {"completed": "done", "in_progress": "doing", "pending": "todo", "cancelled": "dropped"}
 _OPEN = frozenset({"pending", "in_progress"})
@@ -69,17 +69,13 @@ def _summary(transcript: Transcript, asks: list[str]) -> str:
     said = (transcript.compact_summary or transcript.last_message).strip()
     parts = []
     if asks:
-        parts.append(f"Asked: {_clip(asks[-1], ASK_CHARS)}")
+        parts.append(f"Asked: {clip(asks[-1], ASK_CHARS)}")
     if said:
         parts.append(("Compaction summary: " if transcript.compact_summary else "Last reply: ") + said)
-    return _clip("\n\n".join(parts), MAX_TEXT)
+    return clip("\n\n".join(parts), MAX_TEXT)
 
 
 def _items(values: Any) -> list[str]:
     """At most MAX_ITEMS, the most recent kept; each within MAX_TEXT."""
-    kept = [_clip(str(v), MAX_TEXT) for v in values if str(v).strip()]
+    kept = [clip(str(v), MAX_TEXT) for v in values if str(v).strip()]
     return kept[-MAX_ITEMS:]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
