@@ -64,7 +64,9 @@ def test_a_headless_run_leaves_a_session_file_the_reader_understands(
         config = client_env.home / ".codex" / "config.toml"
         config.write_text(codex_config(model, existing=config.read_text()))
         events = {h["eventName"] for h in trust_all_hooks(client_env, user.key)}
-        assert events == {"sessionStart", "stop"}, events
+        # connect --hooks: the session-start hook and the checkpoint hook's three events (plus
+        # this test's own Stop hook, under the same event name)
+        assert events == {"sessionStart", "stop", "preCompact", "sessionEnd"}, events
         done = client_env.run([codex(client_env), "exec", *EXEC_FLAGS, PROMPT], user.key, timeout=180)
     assert done.returncode == 0 and marker in done.stdout, f"{model.summary()}\n{done.stdout}{done.stderr}"
     assert not model.errors, model.errors

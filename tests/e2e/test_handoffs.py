@@ -84,9 +84,10 @@ async def test_a_targeted_handoff_is_invisible_to_other_clients(server, runtime)
             {"name": "for-cursor", "repo": REPO, "summary": "s", "to_client": "cursor"},
         )
         other = await call(client, "load_session", {"repo": REPO, "accept": True, "client": "codex"})
-        assert other["found"] is False and "name" not in other
+        assert other["found"] is False and "name" not in other and "handoff" not in other
+        assert other["hint"] == f"the open handoff for repo {REPO!r} is offered to cursor only, not to codex"
         unnamed = await call(client, "load_session", {"repo": REPO, "accept": True})
-        assert unnamed["found"] is False
+        assert unnamed["found"] is False and "not to a caller that names no client" in unnamed["hint"]
         mine = await call(client, "load_session", {"repo": REPO, "accept": True, "client": "cursor"})
         assert mine["found"] is True and mine["handoff"]["to_client"] == "cursor"
 

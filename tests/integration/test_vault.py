@@ -156,3 +156,14 @@ def test_search_without_a_provider_is_a_provider_error(runtime, user):
     with pytest.raises(ProviderUnavailable) as exc:
         runtime.vault.search(user.principal, records.parse(records.SearchArgs, {"query": "q"}))
     assert exc.value.error_class == "provider" and "list_sessions" in str(exc.value)
+
+
+def test_a_pruned_version_is_named_as_pruned_with_the_versions_kept(runtime, user):
+    vault = Vault(runtime.db, runtime.keys, runtime.vault.embedder, history_keep=2)
+    for i in range(5):
+        save(vault, user.principal, name="kept", summary=f"v{i + 1}")
+    miss = load(vault, user.principal, name="kept", version=1)
+    assert miss["found"] is False and miss["versions"] == [5, 4, 3]
+    assert miss["hint"] == "session 'kept' has no version 1 (older versions are pruned); it keeps versions 5, 4, 3"
+    beyond = load(vault, user.principal, name="kept", version=9)
+    assert beyond["hint"] == "session 'kept' has no version 9; it keeps versions 5, 4, 3"

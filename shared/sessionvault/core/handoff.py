@@ -37,6 +37,13 @@ def not_claimed(args: LoadArgs, last: Mapping[str, Any] | None) -> dict[str, Any
     if last is None:
         return {"found": False, "hint": f"no handoff offered for {where}; load_session without accept looks"}
     offered = state_of(last) or {}
+    target = offered.get("to_client", "")
+    if target and target != args.client:  # someone else's: say so, but show nothing of it
+        you = f"to {args.client}" if args.client else "to a caller that names no client"
+        return {
+            "found": False,
+            "hint": f"the open handoff for {where} is offered to {target} only, not {you}",
+        }
     out: dict[str, Any] = {"found": False, "name": last["name"], "handoff": offered}
     if offered.get("state") == "accepted":
         by = offered["accepted_by"] or "an unnamed client"

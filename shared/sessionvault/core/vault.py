@@ -198,7 +198,8 @@ class Vault:
         else:
             row = store.get_latest_for_repo(self.db, who.user_id, args.repo, args.client)
         if row is None:
-            return _not_found(args)
+            kept = store.versions_of(self.db, who.user_id, args.name) if args.version else None
+            return _not_found(args, kept)
         record = open_record(dek, who.user_id, row)
         out: dict[str, Any] = {
             "notice": framing.RESULT_NOTICE,
@@ -316,7 +317,13 @@ def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _not_found(args: LoadArgs) -> dict[str, Any]:
+def _not_found(args: LoadArgs, kept: list[int] | None = None) -> dict[str, Any]:
+    """Why a load found nothing; `kept`: the versions the named session still has, if it exists."""
+    if kept:
+        shown = ", ".join(map(str, kept[:5])) + (", ..." if len(kept) > 5 else "")
+        older = " (older versions are pruned)" if args.version < kept[-1] else ""
+        hint = f"session {args.name!r} has no version {args.version}{older}; it keeps versions {shown}"
+        return {"found": False, "versions": kept, "hint": hint}
     if args.name:
         what = f"no session named {args.name!r}"
         if args.version:

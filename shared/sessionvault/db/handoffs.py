@@ -41,17 +41,18 @@ JOIN session_versions v ON v.session_id = h.session_id AND v.version = h.version
 """
 )
 # For a claim that got nothing: the newest offer this caller could have claimed, whatever
-# its state now (read after the claim, in the same flight: it sees a winner's commit).
+# its state now (read after the claim, in the same flight: it sees a winner's commit); failing
+# that, the newest open one offered to another client, so the answer can say so.
 _LAST_OFFER = (
     """
 SELECT s.name,"""
     + STATE_COLUMNS
     + """
 FROM handoffs h JOIN sessions s ON s.id = h.session_id
-WHERE"""
-    + _CLAIMABLE
-    + """
-ORDER BY h.offered_at DESC LIMIT 1
+WHERE h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
+  AND (h.to_client = '' OR h.to_client = %(client)s
+       OR (h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()))
+ORDER BY (h.to_client = '' OR h.to_client = %(client)s) DESC, h.offered_at DESC LIMIT 1
 """
 )
 

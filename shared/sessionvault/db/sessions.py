@@ -290,6 +290,18 @@ ORDER BY (h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > c
 LIMIT 1"""
 
 
+_VERSIONS = """
+SELECT ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC) AS versions
+FROM sessions s WHERE s.user_id = %(user_id)s AND s.name = %(name)s
+"""
+
+
+def versions_of(db: Database, user_id: str, name: str) -> list[int] | None:
+    """The versions still kept of session `name`, newest first; None if there is no such session."""
+    row = tenant_row(db, user_id, _VERSIONS, {"user_id": user_id, "name": name})
+    return list(row["versions"]) if row else None
+
+
 def get_latest_for_repo(db: Database, user_id: str, repo: str, client: str = "") -> Row | None:
     params = {"user_id": user_id, "repo": repo, "version": None, "client": client}
     return tenant_row(db, user_id, _LOAD + _LATEST, params)

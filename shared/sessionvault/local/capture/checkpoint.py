@@ -1,8 +1,8 @@
 """A Transcript made into the arguments of one save_session call, within the record's caps.
 
 What goes where (docs/capture.md says the same to users):
-- summary: the client's own compaction summary if it wrote one, else its last message; led by
-  what the user last asked, so the next tool knows the question as well as the answer;
+- summary: what the user last asked, the client's last reply, then its own compaction summary
+  if it wrote one, so the next tool knows the question, the answer and the story so far;
 - plan: every task of the client's own task list with its state, in the order made;
 - todos: the tasks not yet done (what the next tool should pick up);
 - files: the files created or edited, most recently touched last;
@@ -66,12 +66,15 @@ def _name(transcript: Transcript) -> str:
 
 
 def _summary(transcript: Transcript, asks: list[str]) -> str:
-    said = (transcript.compact_summary or transcript.last_message).strip()
+    """The last request, the last reply (the newest word), then the client's own compaction
+    summary (the story so far, when it wrote one), within MAX_TEXT."""
     parts = []
     if asks:
         parts.append(f"Asked: {clip(asks[-1], ASK_CHARS)}")
-    if said:
-        parts.append(("Compaction summary: " if transcript.compact_summary else "Last reply: ") + said)
+    if transcript.last_message.strip():
+        parts.append(f"Last reply: {transcript.last_message.strip()}")
+    if transcript.compact_summary.strip():
+        parts.append(f"Compaction summary: {transcript.compact_summary.strip()}")
     return clip("\n\n".join(parts), MAX_TEXT)
 
 
