@@ -164,6 +164,9 @@ def test_a_pruned_version_is_named_as_pruned_with_the_versions_kept(runtime, use
         save(vault, user.principal, name="kept", summary=f"v{i + 1}")
     miss = load(vault, user.principal, name="kept", version=1)
     assert miss["found"] is False and miss["versions"] == [5, 4, 3]
-    assert miss["hint"] == "session 'kept' has no version 1 (older versions are pruned); it keeps versions 5, 4, 3"
+    assert (
+        miss["hint"]
+        == "session 'kept' has no version 1 (older versions are pruned); it keeps versions 5, 4, 3"
+    )
     beyond = load(vault, user.principal, name="kept", version=9)
     assert beyond["hint"] == "session 'kept' has no version 9; it keeps versions 5, 4, 3"
