@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sessionvault.core.secret_patterns import PATTERNS, apply_pattern
+
 LINE_BREAK = " ⏎ "  # what a line break inside a saved value becomes
 ELLIPSIS = "…"
 LABEL = "sessionvault-notes"
@@ -97,11 +99,22 @@ def clip(text: str, limit: int | None) -> str:
     return text[: limit - 1].rstrip() + ELLIPSIS
 
 
+def unhide_secrets(text: str) -> str:
+    """`text` with any key the patterns know replaced by its marker (core/secret_patterns):
+    for text whose format characters were just removed, which may have rejoined a key."""
+    for kind, pattern in PATTERNS:
+        text = apply_pattern(text, kind, pattern, [])
+    return text
+
+
 def flatten(value: object, limit: int | None = None) -> str:
     """`value` as one safe line of at most `limit` characters (see the module docstring)."""
     text = value if isinstance(value, str) else str(value)
     # Format characters go before splitting, so "`\u200b`\u200b`" is seen as the run it renders as.
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    visible = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    if visible != text:  # what they hid must not come out whole: a key rejoined is redacted again
+        visible = unhide_secrets(visible)
+    text = visible
     segments = (_segment(line) for line in text.splitlines())
     return clip(LINE_BREAK.join(s for s in segments if s), limit)
 

@@ -59,11 +59,13 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import unicodedata
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sessionvault.core.secret_patterns import PATTERNS, apply_pattern
+from sessionvault.core.secret_patterns import PATTERNS, apply_pattern, marker
 
 
 @dataclass(frozen=True)
@@ -79,14 +81,30 @@ class Redaction:
 
 def scrub(record: Mapping[str, Any]) -> tuple[dict[str, Any], list[Redaction]]:
     """A copy of `record` with every secret in every string (nested lists and dicts too)
-    replaced by its marker, and what was redacted, field by field."""
+    replaced by its marker, and what was redacted, field by field. A key split across two
+    neighbouring strings (one field's end, the next one's start) is caught too."""
     found: dict[Redaction, None] = {}  # ordered set
     out = {key: _walk(value, str(key), found) for key, value in record.items()}
+    _join_seams(out, found)
     return out, list(found)
 
 
 def scrub_text(text: str) -> tuple[str, list[str]]:
-    """`text` without its secrets, and the kind of each one removed (in order, repeats kept)."""
+    """`text` without its secrets, and the kind of each one removed (in order, repeats kept).
+
+    A secret hidden from the patterns by invisible or look-alike characters (a zero-width space
+    inside a key, fullwidth or Cyrillic letters in its prefix) is caught in the text's visible
+    form (NFKC, format characters dropped, look-alikes mapped); when that form holds more
+    secrets, it is the form stored, redacted."""
+    raw, kinds = _scrub_plain(text)
+    visible = visible_form(text)
+    if visible == text:
+        return raw, kinds
+    seen, seen_kinds = _scrub_plain(visible)
+    return (seen, seen_kinds) if len(seen_kinds) > len(kinds) else (raw, kinds)
+
+
+def _scrub_plain(text: str) -> tuple[str, list[str]]:
     kinds: list[str] = []
     if not text:
         return text, kinds
@@ -96,6 +114,57 @@ def scrub_text(text: str) -> tuple[str, list[str]]:
 
     text = apply_library(text, kinds)
     return text, kinds
+
+
+# Letters that look Latin in most fonts (Cyrillic, Greek), for the prefixes keys start with.
+_LOOK_ALIKES = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУаеіјорсхуѕΑΒΕΖΗΙΚΜΝΟΡΤΥΧοντ",
+    "ABESIJKMHOPCTXYaeijopcxysABEZHIKMNOPTYXovt",
+)
+
+
+def visible_form(text: str) -> str:
+    """`text` as a reader sees it: NFKC (fullwidth letters are `AKIA`), without format
+    characters (zero-width spaces and joiners, bidi controls), look-alike letters as Latin."""
+    folded = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf").translate(_LOOK_ALIKES)
+
+
+_SEAM = 80  # characters either side of a boundary between two strings
+
+
+def _join_seams(record: dict[str, Any], found: dict[Redaction, None]) -> None:
+    """Redact a key split across neighbouring strings: each boundary's two sides are scanned
+    joined; a secret across it takes both parts (to the end of the first, from the start of
+    the second)."""
+    spots = list(_strings(record, ""))
+    for (a_holder, a_key, a_where), (b_holder, b_key, b_where) in itertools.pairwise(spots):
+        tail, head = a_holder[a_key][-_SEAM:], b_holder[b_key][:_SEAM]
+        for kind, pattern in PATTERNS:
+            match = next((m for m in pattern.finditer(tail + head) if m.start() < len(tail) < m.end()), None)
+            if match is None:
+                continue
+            cut_a = len(a_holder[a_key]) - len(tail) + match.start()
+            a_holder[a_key] = a_holder[a_key][:cut_a] + marker(kind)
+            b_holder[b_key] = marker(kind) + b_holder[b_key][match.end() - len(tail) :]
+            found.setdefault(Redaction(a_where, kind))
+            found.setdefault(Redaction(b_where, kind))
+            break
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[Any, Any, str]]:
+    """(holder, key, field path) of every string in `value`, in order, so each can be replaced."""
+    if isinstance(value, dict):
+        children = [(key, f"{where}.{key}" if where else str(key)) for key in value]
+    elif isinstance(value, list):
+        children = [(i, f"{where}[{i}]") for i in range(len(value))]
+    else:
+        return
+    for key, path in children:
+        if isinstance(value[key], str):
+            yield value, key, path
+        else:
+            yield from _strings(value[key], path)
 
 
 def _walk(value: Any, where: str, found: dict[Redaction, None]) -> Any:

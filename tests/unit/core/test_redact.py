@@ -272,3 +272,37 @@ def test_importing_the_vault_does_not_load_detect_secrets() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+# --- Hidden from the patterns: invisible characters, look-alikes, a key split between fields --
+
+HIDDEN_AWS = "AKIA" + "Z3XAMPLE" + "K3Y0NLY1"
+
+
+@pytest.mark.parametrize(
+    "disguised",
+    [
+        pytest.param("AKIA\u200bZ3XAMPLE" + "K3Y0NLY1", id="zero-width space inside"),
+        pytest.param("AK\u2060IAZ3XAMPLE" + "K3Y0NLY1", id="word joiner inside"),
+        pytest.param("\uff21\uff2b\uff29\uff21Z3XAMPLE" + "K3Y0NLY1", id="fullwidth prefix"),
+        pytest.param("\u0410KI\u0410Z3XAMPLE" + "K3Y0NLY1", id="Cyrillic A in the prefix"),
+        pytest.param("AKIA\u202eZ3XAMPLE" + "K3Y0NLY1", id="bidi override inside"),
+    ],
+)
+def test_a_key_disguised_by_invisible_or_look_alike_characters_is_still_redacted(disguised: str) -> None:
+    clean, kinds = scrub_text(f"deploy with {disguised} today")
+    assert kinds == ["aws_access_key"] and clean == f"deploy with {marker('aws_access_key')} today"
+
+
+def test_ordinary_text_with_joiners_and_fullwidth_letters_is_kept_as_written() -> None:
+    text = "family \U0001f468\u200d\U0001f469\u200d\U0001f467 and \uff21\uff22\uff23 are not keys"
+    assert scrub_text(text) == (text, [])
+
+
+def test_a_key_split_across_two_neighbouring_fields_is_redacted_in_both() -> None:
+    record = {"summary": "the key starts AKIA" + "Z3XA", "plan": ["MPLEK3Y0NLY1 and ends here", "next"]}
+    clean, found = scrub(record)
+    assert "Z3XA" not in json.dumps(clean) and "MPLEK3Y0NLY1" not in json.dumps(clean)
+    assert clean["summary"] == "the key starts " + marker("aws_access_key")
+    assert clean["plan"] == [marker("aws_access_key") + " and ends here", "next"]
+    assert found == [Redaction("summary", "aws_access_key"), Redaction("plan[0]", "aws_access_key")]
