@@ -120,7 +120,9 @@ async def test_the_hook_shows_an_open_handoff_with_drift_and_never_claims_it(ser
             "To take it over, call load_session with repo='github.com/acme/shop-drift', accept=true, "
             "client='claude-code'; that claims it exactly once" in own
         )
-        [drift] = [line for line in outside if line.startswith("**Code since it was saved:**")]
+        # The checkout's own file and branch names (a cloned repo chooses them) stay inside the notes.
+        [drift] = [line for line in inside if line.startswith("**Code since it was saved:**")]
+        assert not [line for line in outside if line.startswith("**Code since")]
         assert drift.startswith(
             f"**Code since it was saved:** 2 commits since commit {saved_at[:12]} (HEAD now {head[:12]}); "
             "3 files changed (committed or not): "

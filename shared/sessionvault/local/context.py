@@ -48,9 +48,11 @@ HINT = "Full record: call load_session with the session name from the notes."
 FALLBACK = "SessionVault: a saved session exists for this repo; call load_session to see it."
 
 
-def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
+def _notes(session: Mapping[str, Any], budget: int, drift: str = "") -> list[str]:
     """The lines inside the fence, at most `budget` characters joined: every one a label of our
-    own followed by flattened saved values (framing.flatten), so no saved text starts a line."""
+    own followed by flattened saved values (framing.flatten), so no saved text starts a line.
+    `drift` (file and branch names of this checkout: a cloned repo chooses them) goes in here
+    too, after the saved anchor, never among our own lines outside the fence."""
     name = framing.flatten(session.get("name", ""), 200)
     version = framing.flatten(session.get("version", "?"), 20)
     by = f" by {framing.flatten(session['client'], 100)}" if session.get("client") else ""
@@ -60,10 +62,10 @@ def _notes(session: Mapping[str, Any], budget: int) -> list[str]:
         framing.clip(f"**{name}** v{version}, saved{by} at {saved}", budget),
     ]
     used = len(lines[0])
-    anchor = _anchor(session)
-    if anchor and used + 1 + len(anchor) < budget:
-        lines.append(anchor)
-        used += 1 + len(anchor)
+    for line in (_anchor(session), drift):
+        if line and used + 1 + len(line) < budget:
+            lines.append(line)
+            used += 1 + len(line)
     summary_line = framing.clip(f"**Summary:** {summary}", budget - used - 1)
     if not summary_line:
         return lines
@@ -137,8 +139,9 @@ def render_session(
     notice, then drops the heading.
 
     Outside the block, lines of our own: an open handoff for `client` (or for anyone) and the
-    load_session call that accepts it for `repo` (default: the session's), and the `drift` of
-    this checkout since the saved commit (`branch`: the current one, when only a branch was saved).
+    load_session call that accepts it for `repo` (default: the session's). Inside it, after the
+    saved anchor, the `drift` of this checkout since the saved commit (`branch`: the current one,
+    when only a branch was saved): its file and branch names are the checkout's, not ours.
     """
     repo = repo or str(session.get("repo") or "")
     heading = f"## SessionVault: last session for `{framing.code(repo or 'this repo', 200)}`"
@@ -150,9 +153,7 @@ def render_session(
         )
     offered = open_offer(session, client)
     extra = [handoff_line(offered, repo, client)] if offered is not None else []
-    saved_branch = str(session.get("branch") or "")
-    moved = drift_line(drift, saved_branch, branch)
-    extra += [moved] if moved else []
+    moved = drift_line(drift, str(session.get("branch") or ""), branch)
     heads: tuple[tuple[list[str], bool], ...] = (
         ([heading, *extra, HINT], False),
         ([heading, *extra], True),
@@ -162,7 +163,7 @@ def render_session(
     for head, short in heads:
         budget = cap - sum(len(line) + 1 for line in head) - framing.overhead(short)
         if budget >= MIN_NOTES:
-            text = "\n".join([*head, framing.frame(_notes(session, budget), short=short)])
+            text = "\n".join([*head, framing.frame(_notes(session, budget, moved), short=short)])
             if len(text) <= cap:
                 return text
     return framing.clip(FALLBACK, cap)

@@ -460,7 +460,10 @@ def test_the_hook_reports_drift_from_a_real_checkout(tmp_path: Path) -> None:
             context.session_start("claude-code", fake.url, cwd=checkout, env={names.KEY_ENV: KEY})
         )
     outside, inside = notes_of(text)
-    [drift] = [x for x in outside if x.startswith("**Code since it was saved:**")]
+    [drift] = [
+        x for x in inside if x.startswith("**Code since it was saved:**")
+    ]  # the checkout's names: inside
+    assert not [x for x in outside if x.startswith("**Code since")]
     assert drift.startswith(f"**Code since it was saved:** 2 commits since commit {saved[:12]} (HEAD now ")
     assert "3 files changed (committed or not): " in drift
     for name in ("`README.md`", "`src/cart.py`", "`src/payment.py`"):
