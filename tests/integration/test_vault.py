@@ -170,3 +170,22 @@ def test_a_pruned_version_is_named_as_pruned_with_the_versions_kept(runtime, use
     )
     beyond = load(vault, user.principal, name="kept", version=9)
     assert beyond["hint"] == "session 'kept' has no version 9; it keeps versions 5, 4, 3"
+
+
+@pytest.mark.parametrize("budget", [150, 250, 600])
+def test_a_load_budget_covers_the_whole_text_the_model_receives(runtime, user, budget):
+    """max_tokens counts what is sent (the notes frame included) and says what it cut; below
+    the size of the empty answer itself, everything is dropped and the size said honestly."""
+    from sessionvault.core import framing
+
+    save(runtime.vault, user.principal, name="budgeted", summary="s" * 900, tried=["t" * 300] * 10)
+    out = load(runtime.vault, user.principal, name="budgeted", max_tokens=budget)
+    sent = len(framing.frame_json(out)) / 4
+    assert abs(sent - out["estimated_tokens"]) <= 2  # the estimate is of what is sent
+    if out["estimated_tokens"] > budget:  # not even the empty shape fits
+        assert out["summary"] == "" and out["dropped"] == ["summary"] and "truncated" not in out
+    else:
+        assert sent <= budget
+        labels = out.get("truncated", []) + out.get("dropped", [])
+        assert out["summary"] == "s" * 900 or labels == ["summary"]
+        assert ("summary" in out.get("dropped", [])) == (out["summary"] == "")

@@ -41,6 +41,9 @@ from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
 
 RELATED_LIMIT = 5
+# What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
+# a budget (max_tokens) covers what the model receives, this included.
+FRAME_CHARS = framing.overhead()
 _STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
 # What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
 LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
@@ -228,7 +231,7 @@ class Vault:
             out.update({field: record[field] for field in RECORD_FIELDS})
             if args.mode == "full":
                 out["related"] = self._related(who, dek, row)
-        return fit(out, args.max_tokens, LOAD_PRIORITY) if args.max_tokens else out
+        return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
 
     def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
@@ -254,7 +257,7 @@ class Vault:
         hits = search.nearest(
             self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
         )
-        return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens)
+        return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens, FRAME_CHARS)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
