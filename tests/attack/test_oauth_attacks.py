@@ -71,7 +71,7 @@ def test_an_unregistered_or_near_miss_redirect_uri_gets_no_redirect_and_no_reque
     params = flow.authorize_params(client, challenge, "s", redirect_uri=near_miss)
     reply = http.get(f"{base}/authorize", params=params)
     assert reply.status_code == 400 and "location" not in reply.headers
-    assert reply.json()["error"] == "invalid_request"
+    assert reply.headers["content-type"].startswith("text/html") and "invalid_request" in reply.text
 
 
 @pytest.mark.parametrize(
@@ -142,10 +142,14 @@ def test_the_database_checks_the_pkce_verifier_itself(runtime):
     assert store.exchange(runtime.db, oauth.digest(code), verifier=verifier, **args).ok  # only that was wrong
 
 
-def test_the_plain_pkce_method_is_refused(http, base):
+def test_the_plain_pkce_method_is_refused(http, base, runtime):
     client = flow.register(http, base)
     verifier, _ = flow.pkce()
     params = flow.authorize_params(client, verifier, "s", code_challenge_method="plain")
+    reply = http.get(f"{base}/authorize", params=params)
+    # No user approved this client yet: our error page, no redirect (test_oauth_review2.py).
+    assert reply.status_code == 400 and "location" not in reply.headers and "invalid_request" in reply.text
+    flow.approve(http, base, flow.start(http, base, client), make_user(runtime).key)
     reply = http.get(f"{base}/authorize", params=params)
     assert reply.status_code == 302
     location = reply.headers["location"]
@@ -198,7 +202,7 @@ def test_tokens_for_another_resource_are_refused_at_authorize_token_and_mcp(http
     other = "https://other.example/mcp"
     params = flow.authorize_params(client, challenge, "s", resource=other)
     refused = http.get(f"{base}/authorize", params=params)
-    assert refused.status_code == 302 and "error=invalid_target" in refused.headers["location"]
+    assert refused.status_code == 400 and "invalid_target" in refused.text  # not approved: no redirect
 
     pending = flow.start(http, base, client, resource=served.url)  # ours, named explicitly
     code = flow.approve(http, base, pending, user.key)

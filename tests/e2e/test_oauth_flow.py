@@ -136,3 +136,9 @@ async def test_the_401_points_at_metadata_that_points_at_this_server(server):
     assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert metadata["scopes_supported"] == ["read", "write", "delete"]
     assert metadata["authorization_response_iss_parameter_supported"] is True  # RFC 9207
+    assert metadata["client_id_metadata_document_supported"] is True  # CIMD: tests/e2e/test_cimd.py
+    assert metadata["revocation_endpoint_auth_methods_supported"] == [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ]

@@ -1,5 +1,7 @@
 """OAuth 2.1 rules that need no database and no HTTP: token formats, lifetimes, the URLs a base
-URL implies, which redirect URIs may be registered, PKCE S256 and the consent page's CSRF value.
+URL implies, which redirect URIs may be registered, which URLs may be a client's metadata document
+(CIMD) and how long one is cached, which scopes a request is for, PKCE S256 and the consent page's
+CSRF value.
 
 Tokens are 256 random bits after a prefix that says what they are (`sv_at_` access, `sv_rt_`
 refresh); codes and pending-request ids are 256 random bits too. Only SHA-256 hashes of tokens
@@ -28,6 +30,13 @@ MAX_URI_CHARS = 512
 MAX_CLIENT_NAME_CHARS = 100
 REQUESTS_PER_CLIENT = 50  # live pending authorization requests per client
 MAX_STATE_CHARS = 1024  # `state` is stored with the pending request: bounded like the rest
+MAX_CLIENT_ID_CHARS = 512  # a registered id is a UUID; a metadata document's URL is bounded
+
+# Client ID Metadata Documents: how long a fetched document is trusted (Cache-Control max-age,
+# held within these bounds; the row in oauth_clients is the cache).
+DOCUMENT_TTL_MIN_S = 60
+DOCUMENT_TTL_DEFAULT_S = 3600
+DOCUMENT_TTL_MAX_S = 24 * 3600
 
 MCP_PATH = "/mcp"
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
@@ -152,6 +161,72 @@ def authorization_problem(state: str | None, code_challenge: str) -> str | None:
 
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-:")
 _BASE64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def is_metadata_document_url(client_id: str) -> bool:
+    """A client_id that names its own metadata document (CIMD) rather than a registration."""
+    return client_id.startswith("https://")
+
+
+def metadata_document_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a client's metadata document URL (draft-ietf-oauth-client-id-metadata-
+    document section 3), or None: https, a host of DNS or IP characters, a path that is not the
+    root and has no dot segments, no fragment, no user info, printable ASCII, bounded length."""
+    if len(url) > MAX_CLIENT_ID_CHARS:
+        return "client_id URL too long"
+    if not url.isascii() or any(ch <= " " or ch == "\x7f" for ch in url):
+        return "client_id URL has spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return "client_id is not a URL"
+    if parts.scheme != "https":
+        return "client_id URL must be https"
+    if parts.fragment or "#" in url:
+        return "client_id URL must not have a fragment"
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        return "client_id URL must not carry user info"
+    if not host or not set(host) <= _HOST_CHARS:
+        return "client_id URL host has characters no DNS name or IP address has"
+    if parts.path in ("", "/"):
+        return "client_id URL must have a path"
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        return "client_id URL must not have dot segments"
+    return None
+
+
+def document_ttl(cache_control: str | None) -> int:
+    """Seconds a fetched metadata document is cached: its Cache-Control max-age held within
+    [DOCUMENT_TTL_MIN_S, DOCUMENT_TTL_MAX_S]; no-store or no-cache: the minimum; no max-age
+    (or a malformed one): the default."""
+    directives = {}
+    for item in (cache_control or "").lower().split(","):
+        name, _, value = item.strip().partition("=")
+        directives[name.strip()] = value.strip().strip('"')
+    if "no-store" in directives or "no-cache" in directives:
+        return DOCUMENT_TTL_MIN_S
+    age = directives.get("max-age", "")
+    if not age.isdigit():
+        return DOCUMENT_TTL_DEFAULT_S
+    return max(DOCUMENT_TTL_MIN_S, min(int(age[:12]), DOCUMENT_TTL_MAX_S))
+
+
+def request_scopes(asked: str | None, registered: str | None) -> tuple[str, ...] | None:
+    """The scopes an authorization request is for, canonical, or None when it cannot be for any.
+    Asked: known scopes only, narrowed to the client's registered scope when it registered one
+    (RFC 6749 section 3.3; MCP clients ask for every scope the server lists), and at least one
+    of them left. Nothing asked: the registered scope; nothing registered either: () (the
+    approving key's). The approval narrows the result to the key's scopes in any case."""
+    allowed = parse_scopes(registered) if registered else SCOPES
+    wanted = parse_scopes(asked)
+    if allowed is None or wanted is None:  # an unknown scope, asked or (never) stored
+        return None
+    if not wanted:
+        return allowed if registered else ()
+    narrowed = tuple(s for s in wanted if s in allowed)
+    return narrowed or None
 
 
 def parse_scopes(scope: str | None) -> tuple[str, ...] | None:

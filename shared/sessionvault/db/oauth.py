@@ -1,6 +1,7 @@
-"""OAuth state in Postgres (migration 0005): clients, pending authorization requests, codes and
-tokens. Every write is one call of a SECURITY DEFINER function: the serving role may read
-clients and pending requests, and nothing else of these tables. Codes and tokens are passed in
+"""OAuth state in Postgres (migrations 0005, 0008): clients (registered, or stored from their
+metadata document), pending authorization requests, codes and tokens. Every write is one call
+of a SECURITY DEFINER function: the serving role may read clients and pending requests, and
+nothing else of these tables. Codes and tokens are passed in
 and looked up only as SHA-256 hashes."""
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ class Client:
     client_id: str
     secret_hash: bytes | None
     info: dict[str, Any]  # the registered metadata (RFC 7591), without the secret
+    approved: bool = False  # some user has approved it (then /authorize errors may go to it)
+    document: bool = False  # its client_id is the URL of its metadata document (CIMD)
+    fresh: bool = False  # a document client whose cached document has not expired
 
 
 @dataclass(frozen=True)
@@ -82,11 +86,38 @@ def register(db: Database, client: Client, caps: tuple[int, int], address: bytes
 
 def client(db: Database, client_id: str) -> Client | None:
     row = _one(
-        db, "SELECT client_id, secret_hash, info FROM oauth_clients WHERE client_id = %s", (client_id,)
+        db,
+        "SELECT client_id, secret_hash, info, last_used_at IS NOT NULL AS approved,"
+        " document_expires_at IS NOT NULL AS document,"
+        " coalesce(document_expires_at > clock_timestamp(), false) AS fresh"
+        " FROM oauth_clients WHERE client_id = %s",
+        (client_id,),
     )
     if row is None:
         return None
-    return Client(row["client_id"], row["secret_hash"], row["info"])  # jsonb arrives as a dict
+    return Client(  # jsonb arrives as a dict
+        row["client_id"], row["secret_hash"], row["info"], row["approved"], row["document"], row["fresh"]
+    )
+
+
+def document(
+    db: Database,
+    client_id: str,
+    info: dict[str, Any],
+    ttl_s: int,
+    caps: tuple[int, int],
+    address: bytes | None,
+) -> str:
+    """Store (or refresh) a client from its fetched metadata document, cached for `ttl_s`. A new
+    one counts against this hour's registrations, `caps` (server-wide, per address), like a
+    registration. Answers 'ok', 'address_cap', 'server_cap' or 'conflict' (not a document's id)."""
+    per_hour, per_address = caps
+    row = _one(
+        db,
+        "SELECT sessionvault_oauth_document(%s, %s, %s, %s, %s, %s) AS outcome",
+        (client_id, Jsonb(info), ttl_s, per_hour, address, per_address),
+    )
+    return str(row["outcome"]) if row else "conflict"
 
 
 def begin(db: Database, request: Pending, per_client: int) -> bool:
@@ -217,6 +248,8 @@ def _minted(row: dict[str, Any] | None) -> Minted:
 
 
 def revoke(db: Database, token_hash: bytes, client_id: str) -> None:
+    """RFC 7009: the whole family of the token with this hash, if it is this client's (used,
+    expired or live alike); anything else: nothing, silently."""
     db.first_use(
         lambda conn: conn.execute("SELECT sessionvault_oauth_revoke(%s, %s)", (token_hash, client_id))
     )

@@ -84,11 +84,16 @@ def render(
         "" if request.scopes else "<p>(It asked for no particular scope: it gets what your key allows.)</p>"
     )
     problem = f'<p class="error" role="alert">{e(error)}</p>' if error else ""
+    published = (  # a metadata document's client: the host that vouches for it, checked over https
+        f"<p>It describes itself at <strong>{e(urlsplit(client.client_id).netloc)}</strong>.</p>"
+        if oauth.is_metadata_document_url(client.client_id)
+        else ""
+    )
     return _page(
         "Authorize access to SessionVault",
         f"<h1>Authorize access to SessionVault</h1>"
         f"<p><strong>{e(name)}</strong> wants to use your SessionVault. "
-        f"After you approve, your browser goes back to <strong>{e(host)}</strong>.</p>"
+        f"After you approve, your browser goes back to <strong>{e(host)}</strong>.</p>{published}"
         f"<p>It asks to:</p><ul>{asked}</ul>{note}"
         "<p>It never gets more than the key you paste below allows, and it stops working when "
         "that key is revoked.</p>"

@@ -1,7 +1,9 @@
 """The OAuth provider the MCP SDK's handlers call (`OAuthAuthorizationServerProvider`), over
-Postgres (`db.oauth`): registered clients with exact redirect URIs, pending requests, codes and
-tokens, every write through the definer functions of 0005, and client secrets checked against
-their hashes (`HashedSecretAuthenticator`, in place of the SDK's plaintext comparison)."""
+Postgres (`db.oauth`): registered clients with exact redirect URIs, clients known by the URL of
+their metadata document (CIMD, fetched by `server/cimd.py` and cached in the same table),
+pending requests, codes and tokens, every write through the definer functions of 0005 and 0008,
+and client secrets checked against their hashes (`HashedSecretAuthenticator`, in place of the
+SDK's plaintext comparison)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import hmac
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote_plus
 
 import anyio.to_thread
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -35,6 +37,7 @@ from starlette.requests import Request
 from sessionvault.core import oauth
 from sessionvault.db import oauth as store
 from sessionvault.runtime import Runtime
+from sessionvault.server import cimd
 
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 
@@ -51,6 +54,14 @@ class RegisteredClient(OAuthClientInformationFull):
         return redirect_uri
 
 
+@dataclass(frozen=True)
+class Found:
+    client: RegisteredClient
+    secret_hash: bytes | None  # None: a public client
+    approved: bool  # some user has approved it: /authorize may send its errors back to it
+    document: bool  # known by its metadata document (CIMD): redirect URIs match byte for byte
+
+
 @dataclass
 class Provider:
     """`OAuthAuthorizationServerProvider` over Postgres, built per request: it knows the base
@@ -61,6 +72,8 @@ class Provider:
     base: str
     address: bytes | None = None  # the caller's address, salted and hashed as in the audit trail
     form: Mapping[str, str] = field(default_factory=dict)
+    fetcher: cimd.Fetcher | None = None  # None: no metadata documents (URL client ids unknown)
+    problem: str = ""  # why a client was not found, for the log line (never for the caller)
 
     @property
     def resource(self) -> str:
@@ -69,20 +82,47 @@ class Provider:
     async def _db(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, self.rt.db, *args)
 
-    async def lookup(self, client_id: str) -> tuple[RegisteredClient, bytes | None] | None:
-        """A registered client and the SHA-256 of its secret (None: a public client), or None."""
-        found = await self._db(store.client, client_id[:200])
+    async def lookup(self, client_id: str) -> Found | None:
+        """A client, registered or described by its metadata document (fetched when not cached
+        or expired), or None."""
+        if not client_id or len(client_id) > oauth.MAX_CLIENT_ID_CHARS:
+            return None
+        found: store.Client | None = await self._db(store.client, client_id)
+        if oauth.is_metadata_document_url(client_id) and (
+            found is None or (found.document and not found.fresh)
+        ):
+            found = await self._document(client_id, found)
         if found is None:
             return None
         try:
             client = RegisteredClient.model_validate({**found.info, "client_id": found.client_id})
         except ValidationError:
+            self.problem = "invalid_stored_client"
             return None
-        return client, found.secret_hash
+        return Found(client, found.secret_hash, found.approved, found.document)
+
+    async def _document(self, client_id: str, cached: store.Client | None) -> store.Client | None:
+        """Fetch and check a client's metadata document and store it (the cache), or None."""
+        if self.fetcher is None:
+            self.problem = "cimd_disabled"
+            return None
+        try:
+            document = await self.fetcher.fetch(client_id)
+        except cimd.DocumentError as exc:
+            self.problem = f"cimd_{exc.code}"
+            return None
+        settings = self.rt.settings
+        caps = (settings.oauth_registrations_per_hour, settings.oauth_registrations_per_address)
+        outcome = await self._db(store.document, client_id, document.info, document.ttl_s, caps, self.address)
+        if outcome != "ok":
+            self.problem = f"cimd_{outcome}"
+            return None
+        approved = cached.approved if cached is not None else False
+        return store.Client(client_id, None, document.info, approved, document=True, fresh=True)
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         found = await self.lookup(client_id)
-        return None if found is None else found[0]
+        return None if found is None else found.client
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         _check_registration(client_info)
@@ -101,9 +141,10 @@ class Provider:
         problem = oauth.authorization_problem(params.state, params.code_challenge)
         if problem:
             raise AuthorizeError("invalid_request", problem)
-        scopes = oauth.parse_scopes(" ".join(params.scopes or ()))
+        asked = " ".join(params.scopes) if params.scopes is not None else None
+        scopes = oauth.request_scopes(asked, client.scope)  # none asked: the registered scope
         if scopes is None:
-            raise AuthorizeError("invalid_scope", "unknown scope")
+            raise AuthorizeError("invalid_scope", "a scope that is unknown or not registered for this client")
         request = store.Pending(
             oauth.new_request_id(),
             client.client_id or "",
@@ -191,7 +232,11 @@ class Provider:
         return None if found is None else AccessToken(**found)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
-        await self._db(store.revoke, oauth.digest(token.token), token.client_id)
+        await self.revoke(token.token, token.client_id)
+
+    async def revoke(self, token: str, client_id: str) -> None:
+        """RFC 7009: the family of `token` if it is `client_id`'s, whatever its state; else nothing."""
+        await self._db(store.revoke, oauth.digest(token), client_id)
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: Any
@@ -245,7 +290,9 @@ def _check_registration(info: OAuthClientInformationFull) -> None:
 
 class HashedSecretAuthenticator(ClientAuthenticator):
     """The SDK's client authentication, against the stored SHA-256 of the client secret (the
-    secret itself is shown once, at registration, and never stored)."""
+    secret itself is shown once, at registration, and never stored), by the method the client
+    registered: `none` (the client_id alone), `client_secret_post` (both in the form) or
+    `client_secret_basic` (both in the Authorization header; client_id in the form optional)."""
 
     def __init__(self, provider: Provider) -> None:
         super().__init__(provider)
@@ -253,17 +300,19 @@ class HashedSecretAuthenticator(ClientAuthenticator):
 
     async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
         form = await request.form()
-        client_id = form.get("client_id")
-        found = await self.store.lookup(client_id) if isinstance(client_id, str) and client_id else None
+        raw = form.get("client_id")
+        basic = basic_credentials(request.headers.get("authorization", ""))
+        client_id = raw if isinstance(raw, str) and raw else (basic[0] if basic else "")
+        found = await self.store.lookup(client_id) if client_id else None
         if found is None:
             raise AuthenticationError("invalid client")
-        client, secret_hash = found
+        client, secret_hash = found.client, found.secret_hash
         method = client.token_endpoint_auth_method
         if method == "client_secret_basic":
-            secret = _basic_secret(request.headers.get("authorization", ""), client_id)  # type: ignore[arg-type]
+            secret = basic[1] if basic and basic[0] == client_id else None
         elif method == "client_secret_post":
-            raw = form.get("client_secret")
-            secret = raw if isinstance(raw, str) else None
+            posted = form.get("client_secret")
+            secret = posted if isinstance(posted, str) else None
         else:
             secret = None
         if secret_hash is None:
@@ -275,12 +324,14 @@ class HashedSecretAuthenticator(ClientAuthenticator):
         return client
 
 
-def _basic_secret(header: str, client_id: str) -> str | None:
-    if not header.startswith("Basic "):
+def basic_credentials(header: str) -> tuple[str, str] | None:
+    """(client_id, secret) from `Authorization: Basic ...` (RFC 6749 section 2.3.1: each
+    form-urlencoded), or None."""
+    if header[:6].lower() != "basic ":
         return None
     try:
-        decoded = base64.b64decode(header[6:], validate=True).decode()
+        decoded = base64.b64decode(header[6:].strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         return None
     user, sep, secret = decoded.partition(":")
-    return unquote(secret) if sep and unquote(user) == client_id else None
+    return (unquote_plus(user), unquote_plus(secret)) if sep and user else None

@@ -109,3 +109,67 @@ def test_the_csrf_value_is_bound_to_its_request_and_to_the_server_secret():
     assert not oauth.csrf_ok("salt-two-0123456789", "request-a", token)
     assert not oauth.csrf_ok("salt-one-0123456789", "request-a", "")
     assert not oauth.csrf_ok("salt-one-0123456789", "request-a", "é" * 43)
+
+
+@pytest.mark.parametrize(
+    ("asked", "registered", "expected"),
+    [
+        (None, "read", ("read",)),  # none asked: the registered scope (it used to be the key's)
+        ("", "write read", ("read", "write")),
+        (None, None, ()),  # nothing registered either: the approving key's
+        ("read write delete", "read", ("read",)),  # narrowed to what was registered
+        ("delete", "read", None),  # nothing in common
+        ("read admin", None, None),  # unknown
+        ("delete read", None, ("read", "delete")),
+    ],
+)
+def test_a_request_is_for_the_asked_scopes_within_the_registered_else_the_registered(
+    asked, registered, expected
+):
+    assert oauth.request_scopes(asked, registered) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://app.example/oauth/client.json", "https://app.example:8443/c?v=1", "https://[2001:db8::1]/c"],
+)
+def test_an_https_url_with_a_path_may_name_a_metadata_document(url):
+    assert oauth.is_metadata_document_url(url)
+    assert oauth.metadata_document_url_problem(url) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://app.example/client.json",
+        "https://app.example",
+        "https://app.example/",
+        "https://app.example/a/./client.json",
+        "https://app.example/a/../client.json",
+        "https://u:p@app.example/client.json",
+        "https://app.example/client.json#f",
+        "https://app.example/client json",
+        "https://app.example/cliënt.json",
+        "https://app.example;x/client.json",
+        "https://app.example/" + "a" * 600,
+    ],
+)
+def test_other_urls_cannot_name_a_metadata_document(url):
+    assert oauth.metadata_document_url_problem(url)
+
+
+@pytest.mark.parametrize(
+    ("cache_control", "ttl"),
+    [
+        (None, 3600),
+        ("public, max-age=600", 600),
+        ('max-age="900"', 900),
+        ("max-age=5", 60),  # at least a minute
+        ("max-age=99999999999999999", 86400),  # at most a day
+        ("no-store", 60),
+        ("no-cache, max-age=600", 60),
+        ("max-age=soon", 3600),
+    ],
+)
+def test_a_metadata_document_is_cached_for_its_max_age_within_bounds(cache_control, ttl):
+    assert oauth.document_ttl(cache_control) == ttl

@@ -4,6 +4,7 @@ page's markup."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -77,6 +78,12 @@ def test_the_metadata_documents_name_this_server_without_a_trailing_slash():
         "client_secret_post",
         "client_secret_basic",
     ]
+    assert issuer_doc["revocation_endpoint_auth_methods_supported"] == [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ]
+    assert issuer_doc["client_id_metadata_document_supported"] is True  # CIMD (server/cimd.py)
     assert resource_doc == {
         "resource": "https://vault.example.com/mcp",
         "authorization_servers": ["https://vault.example.com"],
@@ -110,3 +117,29 @@ def test_the_consent_page_shows_client_host_and_scopes_and_holds_the_agreed_form
     assert "<script" not in page
     again = consent.render(request, store.Client("c", None, {}), "tok", "/consent", consent.BAD_KEY).decode()
     assert again.count("That key was not accepted.") == 1
+
+
+def test_the_consent_page_names_where_a_metadata_document_client_describes_itself():
+    url = "https://app.example/oauth/client.json"
+    request = store.Pending("rid", url, "https://app.example/cb", "s", "ch", ("read",), "r")
+    page = consent.render(
+        request, store.Client(url, None, {"client_name": "App"}), "tok", "/consent"
+    ).decode()
+    assert "It describes itself at <strong>app.example</strong>." in page
+    registered = consent.render(request, store.Client("uuid", None, {}), "tok", "/consent").decode()
+    assert "describes itself" not in registered
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("Basic " + base64.b64encode(b"id%3A1:s%2Bx+y").decode(), ("id:1", "s+x y")),
+        ("basic " + base64.b64encode(b"id:secret").decode(), ("id", "secret")),
+        ("Basic " + base64.b64encode(b"no-colon").decode(), None),
+        ("Basic not-base64!", None),
+        ("Bearer x", None),
+        ("", None),
+    ],
+)
+def test_basic_credentials_are_read_as_rfc_6749_encodes_them(header, expected):
+    assert oauth_provider.basic_credentials(header) == expected
