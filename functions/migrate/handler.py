@@ -1,8 +1,10 @@
 """Migrate function: the Database custom resource's backing function (template.yaml). Invoked by
 CloudFormation only, on every deploy that brings new code: migrates as the owner, sets the login
 roles' passwords, writes the functions' connection secrets, and always answers the stack
-(jobs/provision.py)."""
+(jobs/provision.py). Its configuration is its environment, never the event; an event that is
+not CloudFormation's is refused unanswered."""
 
+from pathlib import Path
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
@@ -10,7 +12,11 @@ import boto3  # type: ignore[import-untyped]
 from sessionvault import telemetry
 from sessionvault.jobs import provision
 
+CODE_DIR = Path(__file__).resolve().parent  # a relative DatabaseCaBundle is a file shipped here
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
     remaining = getattr(context, "get_remaining_time_in_millis", lambda: 300_000)
-    return provision.handle(event, remaining, lambda: boto3.client("secretsmanager"), telemetry.logger())
+    return provision.handle(
+        event, remaining, lambda: boto3.client("secretsmanager"), telemetry.logger(), base_dir=CODE_DIR
+    )

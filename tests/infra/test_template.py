@@ -294,8 +294,10 @@ def test_no_secret_values_in_environment_or_parameters(template):
                     ref(v) for v in value.get("Fn::If", [])[1:2] if isinstance(value, dict)
                 ]
                 names = [r for r in refs if r]
+                # The migrate function alone is given the owner's secret (its name or ARN).
+                owner = {"OwnerSecret"} if name == MIGRATE else set()
                 assert names and all(
-                    r in stack_secrets or r.endswith(("SecretName", "ParamName")) for r in names
+                    r in stack_secrets or r in owner or r.endswith(("SecretName", "ParamName")) for r in names
                 ), f"{name}.{var} must be a stack secret or come from a *SecretName parameter"
     for pname, param in params.items():
         if SECRETISH_NAME.search(re.sub(r"(?<!^)([A-Z])", r"_\1", pname).upper()):
@@ -336,7 +338,8 @@ def lambda_side_source() -> str:
 
 
 def read_by_libpq(var: str) -> bool:
-    """libpq reads its PG* variables itself (PGSSLMODE: the owner connection's default)."""
+    """libpq reads its PG* variables itself (none is set: the migrate function sets sslmode
+    and the rest in its connection string, see the TLS test below)."""
     return var in ("PGSSLMODE", "PGCONNECT_TIMEOUT")
 
 
@@ -437,17 +440,64 @@ def test_the_database_resource_runs_before_every_function_and_needs_none_of_them
     assert fn_props(template, MIGRATE)["Timeout"] <= props["ServiceTimeout"]
 
 
-def test_the_database_resource_passes_every_property_the_handler_reads(template):
-    from sessionvault.jobs.provision import Properties
+def _same_value(template: dict[str, Any], node: Any) -> Any:
+    """node with Fn::If on OwnerSecretGiven (= not CreateDb) spelled as Fn::If on CreateDb."""
+    if isinstance(node, dict) and node.get("Fn::If", [None])[0] == "OwnerSecretGiven":
+        assert template["Conditions"]["OwnerSecretGiven"] == {"Fn::Not": [{"Condition": "CreateDb"}]}
+        _, given, created = node["Fn::If"]
+        return {"Fn::If": ["CreateDb", created, given]}
+    return node
 
-    props = template["Resources"]["Database"]["Properties"]
-    parsed = Properties.from_event({key: f"value-of-{key}" for key in props})
-    assert parsed.owner_secret == "value-of-OwnerSecret"
+
+def test_the_migrate_function_is_configured_by_its_environment_which_the_database_repeats(template):
+    """The function reads what to connect to and which secrets to use from its environment only
+    (the event is anyone's who may invoke it). The Database resource repeats each value, so that
+    a change of one sends an Update, and the function refuses an event where one differs."""
+    from sessionvault.jobs.provision import REQUIRED_SETTINGS, RESOURCE_TYPE, SETTINGS, Config
+
+    database = template["Resources"]["Database"]
+    assert database["Type"] == RESOURCE_TYPE, "the handler refuses any other ResourceType"
+    props = database["Properties"]
+    env = env_of(template, MIGRATE)
+    assert set(props) == {*SETTINGS, "ServiceToken", "ServiceTimeout", "CodeVersion"}
+    for prop, var in SETTINGS.items():
+        assert _same_value(template, env[var]) == props[prop], (prop, var)
+    for secret, role in ROLE_SECRETS.items():
+        assert ref(props[secret]) == secret and role.startswith("sessionvault_")
+    for secret in DATABASE_URL_SECRET.values():
+        assert ref(props[secret]) == secret
+    parsed = Config.from_env({var: f"value-of-{var}" for var in SETTINGS.values()})
+    assert parsed.owner_secret == "value-of-SESSIONVAULT_OWNER_SECRET"
     assert {login.url_secret for login in parsed.logins} == {
-        f"value-of-{s}" for s in DATABASE_URL_SECRET.values()
+        f"value-of-{SETTINGS[s]}" for s in DATABASE_URL_SECRET.values()
     }
-    assert {ref(props[s]) for s in ROLE_SECRETS} == set(ROLE_SECRETS)
-    assert {ref(props[s]) for s in DATABASE_URL_SECRET.values()} == set(DATABASE_URL_SECRET.values())
+    assert set(REQUIRED_SETTINGS) == {"OwnerSecret", *ROLE_SECRETS, *DATABASE_URL_SECRET.values()}
+
+
+def test_the_owner_connection_verifies_its_server_unless_the_stack_made_it_and_has_no_ca(template):
+    """verify-full by default (the code's); the template weakens it to require (TLS without a
+    CA) only for an RDS instance it created itself when no DatabaseCaBundle is given, and never
+    turns TLS off. libpq's own PG* defaults play no part: the code sets every parameter."""
+    from sessionvault.jobs.provision import SSLMODE_SETTING
+
+    env = env_of(template, MIGRATE)
+    assert not [var for var in env if var.startswith("PG")], "the code sets sslmode itself"
+    assert env[SSLMODE_SETTING] == {
+        "Fn::If": ["CreatedDbWithoutCaBundle", "require", {"Ref": "AWS::NoValue"}]
+    }
+    assert template["Conditions"]["CreatedDbWithoutCaBundle"] == {
+        "Fn::And": [{"Condition": "CreateDb"}, {"Fn::Not": [{"Condition": "HasDatabaseCaBundle"}]}]
+    }
+    assert template["Conditions"]["HasDatabaseCaBundle"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "DatabaseCaBundle"}, ""]}]
+    }
+    assert "disable" not in json.dumps(template), "nothing in the template turns TLS off"
+    bundle = template["Parameters"]["DatabaseCaBundle"]
+    assert bundle["Default"] == "" and bundle["Type"] == "String"
+    assert re.fullmatch(bundle["AllowedPattern"], "rds-ca-bundle.pem")
+    assert not re.fullmatch(bundle["AllowedPattern"], "x.pem sslmode=disable")
+    groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    assert any("DatabaseCaBundle" in g["Parameters"] for g in groups)
 
 
 def test_a_created_database_is_private_encrypted_and_never_dropped(template):
@@ -873,6 +923,26 @@ def test_built_layers_import_in_a_bare_runtime_python(built, python_runtime):
             timeout=120,
         )
         assert out.returncode == 0 and "ok" in out.stdout, f"{function}: {out.stderr[-2000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_built_layers_libpq_can_require_scram(built, python_runtime):
+    """The migrate function connects as the owner with require_auth=scram-sha-256, which libpq
+    has from 16 on: the libpq psycopg-binary bundles in the layer must be that recent."""
+    from sessionvault.jobs.provision import LIBPQ_REQUIRE_AUTH
+
+    path = os.pathsep.join(str(d) for d in [built / MIGRATE, *built_layer_dirs(built, MIGRATE)])
+    out = subprocess.run(
+        [python_runtime, "-S", "-c", "import psycopg; print(psycopg.pq.__impl__, psycopg.pq.version())"],
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    impl, version = out.stdout.split()
+    assert impl == "binary" and int(version) >= LIBPQ_REQUIRE_AUTH, out.stdout
 
 
 @pytest.mark.slow
