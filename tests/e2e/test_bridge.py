@@ -58,6 +58,50 @@ async def test_tools_prompts_and_instructions_pass_through(server, runtime):
             assert "github.com/acme/shop" in resume.messages[0].content.text
 
 
+async def test_resources_pass_through(server, runtime):
+    user = make_user(runtime)
+    summary = "Bridge resources: the cart session, as an @-mention attaches it"
+    async with mcp_client(server.url, user.key) as direct:
+        saved = await direct.call_tool("save_session", {"name": "cart/v2", "repo": "r", "summary": summary})
+        assert not saved.is_error
+        upstream = (
+            await direct.list_resources(),
+            await direct.list_resource_templates(),
+            await direct.read_resource("sessionvault://sessions/cart%2Fv2"),
+        )
+    with anyio.fail_after(60):
+        async with bridge(server.url, user.key) as client:
+            assert client.server_capabilities.resources is not None
+            listed = await client.list_resources()
+            assert [r.uri for r in listed.resources] == ["sessionvault://sessions/cart%2Fv2"]
+            templates = await client.list_resource_templates()
+            assert [t.uri_template for t in templates.resource_templates] == [
+                "sessionvault://sessions/{name}"
+            ]
+            read = await client.read_resource(listed.resources[0].uri)
+            assert summary in read.contents[0].text
+            assert [x.model_dump(exclude_none=True) for x in (listed, templates, read)] == [
+                x.model_dump(exclude_none=True) for x in upstream
+            ]
+            # The server's own errors come back unchanged: code and message.
+            with pytest.raises(MCPError) as missing:
+                await client.read_resource("sessionvault://sessions/no-such-session")
+            assert missing.value.code == -32002 and "no session by that name" in missing.value.message
+            with pytest.raises(MCPError) as foreign:
+                await client.read_resource("file:///etc/passwd")
+            assert foreign.value.code == -32602 and "session URIs look like" in foreign.value.message
+
+
+async def test_a_read_less_key_sees_no_resources_through_the_bridge(server, runtime):
+    user = make_user(runtime, scopes=("write",))
+    with anyio.fail_after(60):
+        async with bridge(server.url, user.key) as client:
+            assert (await client.list_resources()).resources == []
+            assert (await client.list_resource_templates()).resource_templates == []
+            with pytest.raises(MCPError, match="'read' scope"):
+                await client.read_resource("sessionvault://sessions/anything")
+
+
 async def test_save_then_load_through_the_bridge(server, runtime):
     user = make_user(runtime)
     summary = "Bridge handoff: cart service extracted, payment next"
@@ -90,7 +134,13 @@ async def test_a_wrong_key_is_a_clear_tool_error_and_the_bridge_stays_up(server,
                 result = await client.call_tool("list_sessions", {})
                 assert result.is_error
                 assert "API key" in text(result) and "SESSIONVAULT_API_KEY" in text(result)
-            for request in (client.list_tools, client.list_prompts):
+            for request in (
+                client.list_tools,
+                client.list_prompts,
+                client.list_resources,
+                client.list_resource_templates,
+                lambda: client.read_resource("sessionvault://sessions/x"),
+            ):
                 with pytest.raises(MCPError, match="rejected the API key"):
                     await request()
     assert wrong not in log.read_text()  # never logged
@@ -99,8 +149,9 @@ async def test_a_wrong_key_is_a_clear_tool_error_and_the_bridge_stays_up(server,
 async def test_a_missing_key_is_explained_without_crashing(server):
     with anyio.fail_after(60):
         async with bridge(server.url, None) as client:
-            with pytest.raises(MCPError, match="SESSIONVAULT_API_KEY is not set"):
-                await client.list_tools()
+            for request in (client.list_tools, client.list_resources):
+                with pytest.raises(MCPError, match="SESSIONVAULT_API_KEY is not set"):
+                    await request()
             result = await client.call_tool("load_session", {"repo": "r"})
             assert result.is_error and "SESSIONVAULT_API_KEY is not set" in text(result)
 

@@ -10,7 +10,7 @@ from sessionvault.core import records
 from sessionvault.core.vault import Principal
 from sessionvault.runtime import Runtime
 
-from .conftest import REGION, LambdaContext, body_json, http_event, load_handler, rpc
+from .conftest import REGION, ROOT, LambdaContext, body_json, http_event, load_handler, rpc
 
 CTX = LambdaContext()
 
@@ -33,9 +33,71 @@ def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
     assert admin.handler({"action": "create_user", "name": name}, CTX)["ok"] is False  # duplicate
     assert admin.handler({"action": "drop_tables"}, CTX) == {
         "ok": False,
-        "error": "unknown action; one of: create_user, create_key, list_keys, revoke_key, "
-        "disable_user, delete_user, rotate_keys, rekey_users",
+        "error": "unknown action; one of: create_user, list_users, create_key, list_keys, revoke_key, "
+        "disable_user, enable_user, delete_user, rotate_keys, rekey_users",
     }
+
+
+def test_an_unknown_parameter_in_the_event_is_refused_naming_it_and_the_accepted_ones(aws):
+    admin = load_handler("admin")
+    name = f"erin-{secrets.token_hex(3)}"
+    assert admin.handler({"action": "create_user", "name": name}, CTX)["ok"]
+    refused = admin.handler({"action": "create_key", "user_id": name, "scope": "read"}, CTX)
+    assert refused == {
+        "ok": False,
+        "error": "create_key: unknown parameter 'scope' (did you mean 'scopes'?); "
+        "accepted: user_id (or user), label, scopes",
+    }
+    assert admin.handler({"action": "list_keys", "user_id": name}, CTX)["keys"] == []  # nothing made
+    both = admin.handler({"action": "list_keys", "user_id": name, "user": "someone-else"}, CTX)
+    assert both["ok"] is False and "user_id" in both["error"] and "user" in both["error"]
+    refused = admin.handler({"action": "list_users", "name": name}, CTX)
+    assert refused == {"ok": False, "error": "list_users: unknown parameter 'name'; it takes no parameters"}
+    # Scopes as the list list_keys answers with are the same as the comma-separated text.
+    made = admin.handler({"action": "create_key", "user_id": name, "scopes": ["read"]}, CTX)
+    assert made["ok"] and made["scopes"] == ["read"]
+
+
+DOCS = ROOT / "docs" / "clients.md"
+
+
+def test_the_json_event_shown_in_docs_clients_works_as_written(aws):
+    import json
+    import re
+    import shlex
+
+    admin = load_handler("admin")
+    commands = re.findall(r"^\s*(sessionvault admin '\{.*\}'.*)$", DOCS.read_text(), re.MULTILINE)
+    assert commands, "docs/clients.md shows the admin function's JSON event"
+    for command in commands:
+        event = json.loads(shlex.split(command)[2])
+        user = event.get("user_id") or event.get("user")
+        admin.handler({"action": "create_user", "name": user}, CTX)  # fine if it exists already
+        answer = admin.handler(event, CTX)
+        assert answer["ok"] is True, answer
+        assert answer["key"].startswith("sv_live_") and answer["scopes"] == ["read", "write"]
+
+
+def test_disable_then_enable_and_list_users(aws):
+    admin, mcp = load_handler("admin"), load_handler("mcp")
+    name = f"ivy-{secrets.token_hex(3)}"
+    user = admin.handler({"action": "create_user", "name": name}, CTX)
+    key = admin.handler({"action": "create_key", "user": name}, CTX)["key"]
+    listing = rpc("tools/call", {"name": "list_sessions", "arguments": {}})
+    assert mcp.handler(http_event(listing, key=key), CTX)["statusCode"] == 200
+    assert admin.handler({"action": "disable_user", "user": name}, CTX)["ok"]
+    assert mcp.handler(http_event(listing, key=key), CTX)["statusCode"] == 401
+    keys = admin.handler({"action": "list_keys", "user": name}, CTX)["keys"]
+    assert [(k["state"], k["revoked_at"]) for k in keys] == [("disabled", None)]
+    users = {u["name"]: u for u in admin.handler({"action": "list_users"}, CTX)["users"]}
+    assert users[name]["id"] == user["user_id"] and users[name]["state"] == "disabled"
+    assert users[name]["disabled_at"] and users[name]["keys"] == 1
+    enabled = admin.handler({"action": "enable_user", "user": name}, CTX)
+    assert enabled == {"ok": True, "enabled": True, "user_id": user["user_id"]}
+    assert mcp.handler(http_event(listing, key=key), CTX)["statusCode"] == 200
+    assert admin.handler({"action": "list_keys", "user": name}, CTX)["keys"][0]["state"] == "active"
+    users = {u["name"]: u for u in admin.handler({"action": "list_users"}, CTX)["users"]}
+    assert (users[name]["state"], users[name]["disabled_at"]) == ("active", None)
 
 
 def test_disable_and_delete_user_with_all_their_data(aws, pg):

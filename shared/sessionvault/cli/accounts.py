@@ -29,14 +29,54 @@ def cmd_user_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_user_list(args: argparse.Namespace) -> int:
+    for r in act("list_users")["users"]:
+        created = r["created_at"][:16]
+        print(f"{r['name']:16} {r['state']:8} {r['id']}  {r['keys']} key(s)  created {created}")
+    return 0
+
+
 def cmd_user_disable(args: argparse.Namespace) -> int:
     act("disable_user", user=args.user)
     print("disabled")
     return 0
 
 
+def cmd_user_enable(args: argparse.Namespace) -> int:
+    act("enable_user", user=args.user)
+    print("enabled")
+    return 0
+
+
+def _user_named(ref: str) -> dict[str, Any]:
+    """The user `ref` names (by id or name), as list_users shows them."""
+    users: list[dict[str, Any]] = act("list_users")["users"]
+    for user in users:
+        if ref in (user["id"], user["name"]):
+            return user
+    raise AccountError(f"no user {ref!r}")
+
+
 def cmd_user_delete(args: argparse.Namespace) -> int:
-    act("delete_user", user=args.user)
+    """Irreversible, so confirmed: on a terminal by typing the user's name, else by --yes."""
+    user = _user_named(args.user)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ConfigError(
+                f"not deleting user {user['name']!r} without confirmation: stdin is not a terminal;"
+                " add --yes to delete them with all their sessions, keys and records"
+            )
+        print(
+            f"This deletes user {user['name']!r} ({user['id']}) with all their sessions, keys and"
+            " records; it cannot be undone.\nTo confirm, type the user's name: ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        if sys.stdin.readline().strip() != user["name"]:
+            print(f"not deleted: that is not {user['name']!r}", file=sys.stderr)
+            return 1
+    act("delete_user", user=user["id"])
     print("deleted, with all their sessions, keys and records")
     return 0
 
@@ -50,7 +90,7 @@ def cmd_key_create(args: argparse.Namespace) -> int:
 
 def cmd_key_list(args: argparse.Namespace) -> int:
     for r in act("list_keys", user=args.user)["keys"]:
-        state = "revoked" if r["revoked_at"] else "active"
+        state = r["state"]  # revoked, disabled (the user is) or active
         used = r["last_used_at"][:16] if r["last_used_at"] else "never"
         scopes = ",".join(r["scopes"])
         print(f"{r['prefix']}...  {state:8} {r['user']:12} {scopes:17} last used {used:17} {r['label']}")
@@ -63,14 +103,36 @@ def cmd_key_revoke(args: argparse.Namespace) -> int:
     return 0 if count else 1
 
 
+def admin_event(action: str, params: list[str]) -> dict[str, Any]:
+    """The admin function's event from `ACTION name=value ...`, or from one JSON object as the
+    function takes it (`'{"action": "list_keys", "user": "alice"}'`). Which names each action
+    accepts is checked by the action itself, the same way for every front end."""
+    if action.lstrip().startswith("{"):
+        if params:
+            raise ConfigError("give the event as one JSON object or as ACTION name=value ..., not both")
+        try:
+            parsed = json.loads(action)
+        except ValueError as exc:
+            raise ConfigError(f"the event is not valid JSON: {exc}") from None
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("action"), str):
+            raise ConfigError('the JSON event is one object naming its action: {"action": "list_keys", ...}')
+        return {str(k): v for k, v in parsed.items()}
+    event: dict[str, Any] = {"action": action}
+    for pair in params:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError(f"arguments are name=value pairs, got {pair!r}")
+        if name == "action":
+            raise ConfigError(f"the action is the first argument ({action!r}); drop {pair!r}")
+        if name in event:
+            raise ConfigError(f"{name} is given twice")
+        event[name] = value
+    return event
+
+
 def cmd_admin(args: argparse.Namespace) -> int:
     """The admin function's actions: against a deployed stack (--function-name) or locally."""
-    event: dict[str, str] = {"action": args.action}
-    for pair in args.params:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise ConfigError(f"arguments are name=value pairs, got {pair!r}")
-        event[name] = value
+    event = admin_event(args.action, args.params)
     if args.function_name:
         import boto3  # type: ignore[import-untyped]
 
@@ -90,8 +152,17 @@ def cmd_admin(args: argparse.Namespace) -> int:
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sp = sub.add_parser("admin", help="admin actions, locally or on a deployed stack")
-    sp.add_argument("action", help="create_user, create_key, list_keys, revoke_key, disable_user, ...")
-    sp.add_argument("params", nargs="*", help="name=value arguments, e.g. name=alice label=laptop")
+    sp.add_argument(
+        "action",
+        help="create_user, list_users, create_key, list_keys, revoke_key, disable_user, enable_user,"
+        " delete_user, rotate_keys, rekey_users; or the whole event as one JSON object,"
+        ' e.g. \'{"action": "list_keys", "user": "alice"}\'',
+    )
+    sp.add_argument(
+        "params",
+        nargs="*",
+        help="name=value arguments, e.g. name=alice label=laptop; a name the action does not take is refused",
+    )
     sp.add_argument("--function-name", default="", help="the stack's admin function (AWS)")
     sp.set_defaults(func=cmd_admin)
 
@@ -99,10 +170,22 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sp = user.add_parser("create")
     sp.add_argument("name")
     sp.set_defaults(func=cmd_user_create)
-    for name, fn in (("disable", cmd_user_disable), ("delete", cmd_user_delete)):
-        sp = user.add_parser(name)
+    sp = user.add_parser("list", help="every user: state, id, unrevoked keys")
+    sp.set_defaults(func=cmd_user_list)
+    for name, fn, what in (
+        ("disable", cmd_user_disable, "refuse all of the user's keys and tokens until enabled"),
+        ("enable", cmd_user_enable, "accept the user's unrevoked keys again"),
+        ("delete", cmd_user_delete, "delete the user with all their sessions, keys and records"),
+    ):
+        sp = user.add_parser(name, help=what)
         sp.add_argument("user", help="name or id")
         sp.set_defaults(func=fn)
+        if name == "delete":
+            sp.add_argument(
+                "--yes",
+                action="store_true",
+                help="do not ask to type the user's name (needed when stdin is not a terminal)",
+            )
 
     key = sub.add_parser("key", help="manage API keys").add_subparsers(dest="action", required=True)
     sp = key.add_parser("create")

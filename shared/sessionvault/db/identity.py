@@ -92,12 +92,29 @@ def create_key(
     return key, apikeys.display_prefix(key)
 
 
+def list_users(db: Database) -> list[Row]:
+    """Every user, oldest first: id, name, created_at, disabled_at, and `keys`, how many of
+    their keys are not revoked (usable unless the user is disabled)."""
+    with db.identity() as conn:
+        return conn.execute(
+            """
+            SELECT u.id::text AS id, u.name, u.created_at, u.disabled_at,
+                   count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS keys
+            FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
+            GROUP BY u.id
+            ORDER BY u.created_at, u.name
+            """
+        ).fetchall()
+
+
 def list_keys(db: Database, user_id: str | None = None) -> list[Row]:
+    """The keys (never a secret), each with its user's disabled_at: a disabled user's keys are
+    refused at every request although the keys themselves are not revoked."""
     with db.identity() as conn:
         return conn.execute(
             """
             SELECT u.name AS user, k.key_prefix AS prefix, k.label, k.scopes, k.created_at,
-                   k.last_used_at, k.revoked_at
+                   k.last_used_at, k.revoked_at, u.disabled_at AS user_disabled_at
             FROM api_keys k JOIN users u ON u.id = k.user_id
             WHERE %(user_id)s::uuid IS NULL OR k.user_id = %(user_id)s::uuid
             ORDER BY k.created_at
@@ -135,6 +152,12 @@ def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> 
 def disable_user(db: Database, user_id: str) -> None:
     with db.identity() as conn:
         conn.execute("UPDATE users SET disabled_at = now() WHERE id = %s", (user_id,))
+
+
+def enable_user(db: Database, user_id: str) -> None:
+    """Undo disable_user: the keys that are not revoked are accepted again."""
+    with db.identity() as conn:
+        conn.execute("UPDATE users SET disabled_at = NULL WHERE id = %s", (user_id,))
 
 
 def delete_user(db: Database, user_id: str) -> None:

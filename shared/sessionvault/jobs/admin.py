@@ -1,10 +1,15 @@
 """Admin actions on the identity plane, as one table of JSON-in/JSON-out actions: the admin
 Lambda (IAM-invoked only), `sessionvault admin` and the CLI's `user` / `key` commands all go
-through `dispatch`, so every front end checks and answers the same way."""
+through `dispatch`, so every front end checks and answers the same way.
+
+Each action declares the event keys it reads; any other key is refused before it runs, so a
+misspelt parameter (`scope` for `scopes`) is an error, never a silent default."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,23 +22,101 @@ from sessionvault.jobs import rekey, rotation
 from sessionvault.runtime import Runtime
 
 Event = dict[str, Any]
+Run = Callable[[Runtime, Event], dict[str, Any]]
+
+USER, USER_ALIAS = "user_id", "user"  # a user's id or name, under either key
+SHOWN = 40  # at most this much of a caller's unknown key is echoed back
+
+
+@dataclass(frozen=True)
+class Action:
+    run: Run
+    params: tuple[str, ...]  # the event keys it reads, besides "action" (USER: also USER_ALIAS)
+
+    def accepted(self) -> list[str]:
+        return [f"{p} (or {USER_ALIAS})" if p == USER else p for p in self.params]
+
+
+ACTIONS: dict[str, Action] = {}  # in the order they are listed to a caller
+
+
+def action(*params: str) -> Callable[[Run], Run]:
+    """Register the function as the action of its name, reading only `params`."""
+
+    def register(fn: Run) -> Run:
+        ACTIONS[fn.__name__] = Action(fn, params)
+        return fn
+
+    return register
+
+
+def check_parameters(event: Event) -> None:
+    """Refuse an event naming no known action, or with a key its action does not read: the
+    refusal names the unknown key(s) and the accepted ones."""
+    name = str(event.get("action", ""))
+    if name not in ACTIONS:
+        raise AccountError(_unknown_action())
+    known = ACTIONS[name]
+    allowed = ["action", *known.params, *([USER_ALIAS] if USER in known.params else [])]
+    unknown = [str(key)[:SHOWN] for key in event if key not in allowed]  # the caller's text: cut
+    if unknown:
+        named = ", ".join(repr(k) for k in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+        close = difflib.get_close_matches(unknown[0], allowed[1:], n=1) if len(unknown) == 1 else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        accepted = f"accepted: {', '.join(known.accepted())}" if known.params else "it takes no parameters"
+        plural = "s" if len(unknown) > 1 else ""
+        raise AccountError(f"{name}: unknown parameter{plural} {named}{hint}; {accepted}")
+    if event.get(USER) and event.get(USER_ALIAS) and str(event[USER]) != str(event[USER_ALIAS]):
+        raise AccountError(f"give one of {USER}, {USER_ALIAS}: they name the same thing")
+
+
+def _unknown_action() -> str:
+    return f"unknown action; one of: {', '.join(ACTIONS)}"
+
+
+def _named_user(event: Event) -> str:
+    return str(event.get(USER) or event.get(USER_ALIAS) or "")
 
 
 def _user(rt: Runtime, event: Event) -> str:
-    ref = event.get("user_id") or event.get("user")
+    ref = _named_user(event)
     if not ref:
-        raise AccountError("this action needs user_id (a user's id or name)")
-    return identity.resolve_user(rt.db, str(ref))
+        raise AccountError(f"this action needs {USER} (a user's id or name)")
+    return identity.resolve_user(rt.db, ref)
 
 
+def _scopes(value: Any) -> str:
+    """Scopes as "read,write" or, as list_keys answers them, ["read", "write"]."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    return str(value or "")
+
+
+def _stamps(row: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {k: (v.isoformat() if k in names and v else v) for k, v in row.items()}
+
+
+@action("name")
 def create_user(rt: Runtime, event: Event) -> dict[str, Any]:
     if not event.get("name"):
         raise AccountError("create_user needs name")
     return {"user_id": identity.create_user(rt.db, rt.keys.provider, str(event["name"]))}
 
 
+@action()
+def list_users(rt: Runtime, event: Event) -> dict[str, Any]:
+    """Every user: id, name, state (active or disabled), when, and how many unrevoked keys."""
+    rows = identity.list_users(rt.db)
+    users = [
+        {**_stamps(r, "created_at", "disabled_at"), "state": "disabled" if r["disabled_at"] else "active"}
+        for r in rows
+    ]
+    return {"users": users}
+
+
+@action(USER, "label", "scopes")
 def create_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    user_id, scopes = _user(rt, event), apikeys.parse_scopes(str(event.get("scopes", "")))
+    user_id, scopes = _user(rt, event), apikeys.parse_scopes(_scopes(event.get("scopes")))
     key, prefix = identity.create_key(rt.db, user_id, str(event.get("label", "")), scopes)
     return {
         "key": key,
@@ -44,33 +127,52 @@ def create_key(rt: Runtime, event: Event) -> dict[str, Any]:
     }
 
 
+def key_state(row: dict[str, Any]) -> str:
+    """What a key can do now: revoked (for good), disabled (its user is), or active."""
+    if row["revoked_at"]:
+        return "revoked"
+    return "disabled" if row["user_disabled_at"] else "active"
+
+
+@action(USER)
 def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
-    user = _user(rt, event) if (event.get("user_id") or event.get("user")) else None
+    user = _user(rt, event) if _named_user(event) else None
     rows = identity.list_keys(rt.db, user)
-    stamp = ("created_at", "last_used_at", "revoked_at")
-    keys = [{k: (v.isoformat() if k in stamp and v else v) for k, v in r.items()} for r in rows]
-    return {"keys": keys}
+    stamps = ("created_at", "last_used_at", "revoked_at", "user_disabled_at")
+    return {"keys": [{**_stamps(r, *stamps), "state": key_state(r)} for r in rows]}
 
 
+@action("prefix", USER)
 def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    user = _user(rt, event) if (event.get("user_id") or event.get("user")) else None
+    user = _user(rt, event) if _named_user(event) else None
     named = str(event.get("prefix", ""))
     revoked = identity.revoke_key(rt.db, named, user)
     return {"revoked": revoked, "prefix": apikeys.display_prefix(named), "user_id": user}
 
 
+@action(USER)
 def disable_user(rt: Runtime, event: Event) -> dict[str, Any]:
     user_id = _user(rt, event)
     identity.disable_user(rt.db, user_id)
     return {"disabled": True, "user_id": user_id}
 
 
+@action(USER)
+def enable_user(rt: Runtime, event: Event) -> dict[str, Any]:
+    """Undo disable_user: the user's unrevoked keys (and OAuth tokens still in date) work again."""
+    user_id = _user(rt, event)
+    identity.enable_user(rt.db, user_id)
+    return {"enabled": True, "user_id": user_id}
+
+
+@action(USER)
 def delete_user(rt: Runtime, event: Event) -> dict[str, Any]:
     user_id = _user(rt, event)
     identity.delete_user(rt.db, user_id)
     return {"deleted": True, "user_id": user_id}
 
 
+@action()
 def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
     """Re-wrap every DEK under the configured KMS key (after pointing the stack at a new key)."""
     target = rt.keys.provider
@@ -79,10 +181,11 @@ def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
     return rotation.rewrap_all(rt.db, target, lambda key_id: KmsKeyProvider(key_id, target.client))
 
 
+@action(USER, "before")
 def rekey_users(rt: Runtime, event: Event) -> dict[str, Any]:
     """Fresh data keys, sessions re-encrypted (after a suspected compromise): one user, or all
     users keyed before `before` (default: now; pass the answer's `before` again to resume)."""
-    if event.get("user_id") or event.get("user"):
+    if _named_user(event):
         user_id = _user(rt, event)
         return {"user_id": user_id, "reencrypted_versions": rekey.rekey_user(rt, user_id)}
     try:
@@ -92,32 +195,18 @@ def rekey_users(rt: Runtime, event: Event) -> dict[str, Any]:
     return {"before": before.isoformat(), **rekey.rekey_all(rt, before)}
 
 
-ACTIONS: dict[str, Callable[[Runtime, Event], dict[str, Any]]] = {
-    f.__name__: f
-    for f in (
-        create_user,
-        create_key,
-        list_keys,
-        revoke_key,
-        disable_user,
-        delete_user,
-        rotate_keys,
-        rekey_users,
-    )
-}
-
-
 def dispatch(rt: Runtime, event: Event, request_id: str = "") -> dict[str, Any]:
     """Run one action; every action, refused or not, leaves one log line and one audit row
     (action, target user, key prefix, request id; never a key)."""
     name = str(event.get("action", ""))
-    action = ACTIONS.get(name)
-    if action is None:
-        answer = {"ok": False, "error": f"unknown action; one of: {', '.join(ACTIONS)}"}
+    found = ACTIONS.get(name)
+    if found is None:
+        answer = {"ok": False, "error": _unknown_action()}
         _record(rt, "unknown", answer, request_id)  # the name is the caller's text: not recorded
         return answer
     try:
-        answer = {"ok": True, **action(rt, event)}
+        check_parameters(event)
+        answer = {"ok": True, **found.run(rt, event)}
     except AccountError as exc:
         answer = {"ok": False, "error": str(exc)}
     except Exception:

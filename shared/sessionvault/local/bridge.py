@@ -1,6 +1,6 @@
 """`sessionvault bridge`: a stdio MCP server for clients that can only launch local commands
-(Claude Desktop). It forwards tools and prompts, unchanged, to a remote SessionVault server over
-Streamable HTTP, carrying SESSIONVAULT_API_KEY as a bearer token.
+(Claude Desktop). It forwards tools, prompts and resources, unchanged, to a remote SessionVault
+server over Streamable HTTP, carrying SESSIONVAULT_API_KEY as a bearer token.
 
 stdout is the protocol: everything else (logs) goes to stderr, and the key is never logged."""
 
@@ -200,6 +200,19 @@ def build_bridge_server(upstream: Upstream, instructions: str) -> Server:
     async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         return await forward(lambda c: c.get_prompt(params.name, params.arguments))
 
+    async def on_list_resources(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return await forward(lambda c: c.list_resources(cursor=cursor(params)))
+
+    async def on_list_resource_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return await forward(lambda c: c.list_resource_templates(cursor=cursor(params)))
+
+    async def on_read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await forward(lambda c: c.read_resource(str(params.uri)))
+
     return Server(
         "sessionvault",
         version=__version__,
@@ -208,6 +221,9 @@ def build_bridge_server(upstream: Upstream, instructions: str) -> Server:
         on_call_tool=on_call_tool,
         on_list_prompts=on_list_prompts,
         on_get_prompt=on_get_prompt,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
     )
 
 
