@@ -8,6 +8,7 @@ import base64
 import json
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from hypothesis import strategies as st
 
@@ -247,3 +248,157 @@ def envelope(
         message["params"] = params
     version = MODERN if modern else PROTOCOL_VERSION
     return json.dumps(message).encode(), [(b"mcp-protocol-version", version.encode()), *extra]
+
+
+# ---------------------------------------------------------------------------------------------
+# Form bodies for the OAuth endpoints and the consent page: urlencoded and multipart, well
+# formed and broken (boundaries missing, empty, wrong or huge; parts without a name, files,
+# bad headers, no closing line), with many fields and huge field names. Each comes with the
+# Content-Type it claims. No https URL anywhere: a client_id that is one would be fetched as
+# a client metadata document.
+
+FORM_TYPE = "application/x-www-form-urlencoded"
+OAUTH_FIELD_NAMES = [
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "code_verifier",
+    "client_id",
+    "client_secret",
+    "refresh_token",
+    "token",
+    "token_type_hint",
+    "resource",
+    "scope",
+    "state",
+    "response_type",
+    "code_challenge",
+    "code_challenge_method",
+    "request",
+    "csrf",
+    "api_key",
+    "decision",
+]
+FIELD_NAMES = st.one_of(st.sampled_from(OAUTH_FIELD_NAMES), st.text(CHARS, max_size=12))
+FIELD_VALUES = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "authorization_code",
+            "refresh_token",
+            "code",
+            "S256",
+            "plain",
+            "approve",
+            "deny",
+            "read write",
+            "http://127.0.0.1:1/cb",
+            "http://127.0.0.1:8000/mcp",
+            "sv_live_" + "A" * 32,
+            "sv_rt_" + "B" * 43,
+            "00000000-0000-0000-0000-000000000000",
+            "x" * 300,
+            "%",
+            "%zz",
+            "\x00",
+        ]
+    ),
+    st.text(CHARS, max_size=30),
+)
+FIELDS = st.lists(st.tuples(FIELD_NAMES, FIELD_VALUES), max_size=8)
+BOUNDARY = st.text(st.sampled_from("abcXYZ0189'()+_,-./:=?"), min_size=1, max_size=70)
+MANY = st.sampled_from([99, 100, 101, 999, 1_000, 1_001, 5_000])
+HUGE = st.sampled_from([1_000, 10_000, 60_000, 70_000])  # 64 KB is the body cap
+
+
+AUTH_METHODS = ["none", "client_secret_post", "client_secret_basic", "private_key_jwt"]
+GRANT_TYPES = ["authorization_code", "refresh_token", "implicit"]
+
+
+def urlencoded(fields: list[tuple[str, str]]) -> bytes:
+    return urlencode(fields).encode("utf-8", "surrogatepass")
+
+
+def _disposition(name: str, filename: str | None = None) -> str:
+    quoted = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"Content-Disposition: form-data; name={quoted}" + (f'; filename="{filename}"' if filename else "")
+
+
+def multipart(
+    fields: list[tuple[str, str]], boundary: str, *, close: bool = True, file: bool = False
+) -> bytes:
+    lines: list[str] = []
+    for i, (name, value) in enumerate(fields):
+        lines += [f"--{boundary}", _disposition(name, "f.txt" if file and i == 0 else None), "", value]
+    if close:
+        lines.append(f"--{boundary}--")
+    return "\r\n".join([*lines, ""]).encode("utf-8", "surrogatepass")
+
+
+def _multipart_type(boundary: str) -> str:
+    return f"multipart/form-data; boundary={boundary}"
+
+
+FORM_BODIES: st.SearchStrategy[tuple[bytes, str]] = st.one_of(
+    # well formed
+    FIELDS.map(lambda f: (urlencoded(f), FORM_TYPE)),
+    FIELDS.map(lambda f: (urlencoded(f), FORM_TYPE + "; charset=utf-8")),
+    st.tuples(FIELDS, BOUNDARY).map(lambda t: (multipart(t[0], t[1]), _multipart_type(t[1]))),
+    st.tuples(FIELDS, BOUNDARY).map(lambda t: (multipart(t[0], t[1]), _multipart_type(f'"{t[1]}"'))),
+    # urlencoded bytes that are not quite a form
+    st.binary(max_size=200).map(lambda b: (b, FORM_TYPE)),
+    st.sampled_from([b"%zz=%&&==", b"\xff\xfe=\x00", b"a=1&a=2&a=3", b"=", b"&&&", b"a", b"+=+"]).map(
+        lambda b: (b, FORM_TYPE)
+    ),
+    # many fields, huge names and values
+    MANY.map(lambda n: (urlencoded([(f"f{i}", "v") for i in range(n)]), FORM_TYPE)),
+    MANY.map(lambda n: (multipart([(f"f{i}", "v") for i in range(n)], "b"), _multipart_type("b"))),
+    HUGE.map(lambda n: (urlencoded([("n" * n, "v")]), FORM_TYPE)),
+    HUGE.map(lambda n: (urlencoded([("client_id", "v" * n)]), FORM_TYPE)),
+    HUGE.map(lambda n: (multipart([("n" * n, "v")], "b"), _multipart_type("b"))),
+    HUGE.map(lambda n: (multipart([("state", "v" * n)], "b"), _multipart_type("b"))),
+    # broken multipart: no, empty, wrong or huge boundary; bad parts; no end
+    FIELDS.map(lambda f: (multipart(f, "b"), "multipart/form-data")),
+    FIELDS.map(lambda f: (multipart(f, "b"), "multipart/form-data; boundary=")),
+    FIELDS.map(lambda f: (multipart(f, "b"), "multipart/form-data; boundary=other")),
+    FIELDS.map(lambda f: (multipart(f, "b"), "multipart/form-data; charset=utf-8")),
+    FIELDS.map(lambda f: (multipart(f, "b" * 5_000), _multipart_type("b" * 5_000))),
+    FIELDS.map(lambda f: (multipart(f, "b", close=False), _multipart_type("b"))),
+    FIELDS.map(lambda f: (multipart(f, "b", file=True), _multipart_type("b"))),
+    st.sampled_from(
+        [
+            b"--b\r\nContent-Disposition: form-data\r\n\r\nv\r\n--b--\r\n",  # no name
+            b"--b\r\nno colon here\r\n\r\nv\r\n--b--\r\n",
+            b"--b\r\nContent-Disposition: form-data; name=a\r\n\r\nv\r\n--b--\r\n--b--\r\n",
+            b"--b\r\n\r\n\r\n--b--\r\n",
+            b"--b--\r\n",
+            b"--b",
+            b"garbage",
+            b"",
+            b"\x00",
+            b"--b\r\nContent-Type: multipart/mixed; boundary=c\r\n"
+            b"Content-Disposition: form-data; name=a\r\n\r\n--c\r\n\r\nx\r\n--c--\r\n--b--\r\n",
+            b"--b\r\nContent-Disposition: form-data; name=a\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+            b"!!!\r\n--b--\r\n",
+            b"--b\r\nContent-Disposition: form-data; name*=UTF-8''%ff\r\n\r\nv\r\n--b--\r\n",
+            b"--b\r\nContent-Disposition: form-data; name=\xff\xfe\r\n\r\n\xff\r\n--b--\r\n",
+        ]
+    ).map(lambda b: (b, _multipart_type("b"))),
+    st.binary(max_size=300).map(lambda b: (b, _multipart_type("b"))),
+    # JSON, for /register (never a registration that could be stored: no redirect URI this
+    # server accepts), and elsewhere as the wrong kind of body
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "redirect_uris": st.lists(
+                st.sampled_from(["http://example.com/cb", "javascript:alert(1)", "", "ftp://x", "x"]),
+                max_size=7,
+            )
+            | JSON,
+            "client_name": st.text(CHARS, max_size=120) | JSON,
+            "token_endpoint_auth_method": st.sampled_from(AUTH_METHODS) | JSON,
+            "grant_types": st.lists(st.sampled_from(GRANT_TYPES)) | JSON,
+            "scope": st.sampled_from(["read", "read write delete", "admin", ""]) | JSON,
+        },
+    ).map(lambda d: (json.dumps(d).encode(), "application/json")),
+)

@@ -4,15 +4,24 @@ runtime: the local one (loopback Host and Origin checks) and the one behind API 
 type, huge numbers, deep nesting, bad UTF-8, odd Content-Type / Content-Length / Host / Origin /
 Authorization / protocol headers, bodies cut into chunks or abandoned half way, other methods
 and paths. Every request must be answered below 500 with one truthful log line that is not
-"internal" (`support.Fuzzer.check`); every 401 must look the same."""
+"internal" (`support.Fuzzer.check`); every 401 must look the same.
+
+The OAuth endpoints (/register, /authorize, /consent, /token, /revoke) get bodies of their own
+kind as well: urlencoded and multipart forms, well formed and broken (no, empty, wrong or huge
+boundaries, parts without names, files, no closing line), with many fields and huge field
+names, and JSON; each under the Content-Type it claims or another. Same rules, and more: no
+logger anywhere (the MCP SDK's included) writes an error or a traceback, and the media type
+each endpoint takes is enforced."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +34,7 @@ from sessionvault.server.app import SessionVaultApp
 from sessionvault.server.edge import UNAUTHORIZED
 
 from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled
-from .strategies import CHARS, JSON, LEGACY_VERSIONS, MODERN, NAME_POOL
+from .strategies import CHARS, FORM_BODIES, FORM_TYPE, JSON, LEGACY_VERSIONS, MODERN, NAME_POOL
 from .support import HOST, Fuzzer, Req, catch_logs
 
 FUZZ = settings(
@@ -429,3 +438,114 @@ def test_the_server_still_answers_a_plain_call_afterwards(fuzzer: tuple[Fuzzer, 
     for app in (0, 1):
         (o,) = fz.send([Req(body, headers, app=app)])
         assert o.reply.tool_result()["isError"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# The OAuth endpoints with form, multipart and JSON bodies
+
+FORM_PATHS = ("/register", "/authorize", "/consent", "/token", "/revoke")
+TAKES = {"/register": "application/json", "/token": FORM_TYPE, "/revoke": FORM_TYPE}
+OAUTH_ORIGINS = st.sampled_from(
+    [
+        "http://127.0.0.1:8000",  # the server's own (the consent page's)
+        "http://localhost:6274",
+        "https://attacker.example",
+        "null",
+        "",
+        "http://127.0.0.1:8000/",
+    ]
+)
+ODD_FORM_TYPES = st.sampled_from(
+    [
+        "text/plain",
+        "application/json",
+        FORM_TYPE,
+        "multipart/form-data",
+        "multipart/form-data; boundary=b",
+        "Application/X-WWW-Form-Urlencoded",
+        "application/x-www-form-urlencoded; charset=latin-1",
+        "",
+    ]
+)
+
+
+@st.composite
+def oauth_requests(draw: st.DrawFn, key: str) -> Req:
+    body, content_type = draw(FORM_BODIES)
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+
+    def one_in(n: int) -> bool:
+        return rng.randrange(n) == 0
+
+    path = draw(st.sampled_from(FORM_PATHS))
+    if one_in(20):
+        path += "/"
+    headers = [(b"host", HOST if not one_in(30) else b"evil.example:8000")]
+    if not one_in(30):
+        headers.append((b"content-type", latin1(draw(ODD_FORM_TYPES) if one_in(8) else content_type)))
+    if one_in(15):  # a second Content-Type, before or after the first
+        second = (b"content-type", latin1(draw(ODD_FORM_TYPES)))
+        headers.insert(rng.randrange(len(headers) + 1), second)
+    if one_in(6):
+        headers.append((b"origin", latin1(draw(OAUTH_ORIGINS))))
+    if one_in(8):
+        basic = draw(st.sampled_from(["Basic eDp5", "Basic !!!", "Basic ", f"Bearer {key}", "Basic eA=="]))
+        headers.append((b"authorization", basic.encode()))
+    if not one_in(20):
+        headers.append((b"content-length", str(len(body)).encode()))
+    method = "POST" if not one_in(15) else draw(st.sampled_from(["GET", "PUT", "post"]))
+    chunks = None
+    if body and one_in(6):
+        cuts = sorted(draw(st.lists(st.integers(0, len(body)), max_size=4)))
+        edges = [0, *cuts, len(body)]
+        chunks = tuple(body[a:b] for a, b in itertools.pairwise(edges))
+    return Req(body, headers, method, path, chunks, one_in(25), app=draw(st.integers(0, 1)))
+
+
+class AnyErrorLog(logging.Handler):
+    """Every record at WARNING or above, from any logger but the app's own request lines (the
+    Fuzzer reads those), or any record carrying a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.bad: list[str] = []
+        self._lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == "request" and record.name == "sessionvault":
+            return
+        if record.levelno >= logging.ERROR or record.exc_info or record.exc_text:
+            with self._lock:
+                self.bad.append(f"{record.name} {record.levelname} {record.getMessage()}")
+
+
+def test_oauth_endpoints_with_form_multipart_and_json_bodies(fuzzer: tuple[Fuzzer, str]) -> None:
+    fz, key = fuzzer
+    before = fz.sent
+    examples = scaled(400)
+    errors = AnyErrorLog()
+    root = logging.getLogger()
+    root.addHandler(errors)
+
+    @settings(FUZZ, max_examples=examples)
+    @given(st.lists(oauth_requests(key), min_size=BATCH, max_size=BATCH))
+    def run(batch: list[Req]) -> None:
+        for o in fz.send(batch):  # each below 500, logged truthfully, never "internal"
+            path = o.req.path.rstrip("/")
+            assert o.log is not None
+            if o.log.get("edge_check") == "host" or o.req.method != "POST" or path not in TAKES:
+                continue
+            content_types = [v for k, v in o.req.headers if k == b"content-type"]
+            takes = len(content_types) == 1 and (
+                content_types[0].decode("latin-1").partition(";")[0].strip().lower() == TAKES[path]
+            )
+            if not takes and o.log.get("edge_check") != "origin":
+                assert o.reply.status == 415, (o.req.path, o.req.headers, o.reply.status, o.reply.body[:200])
+        assert not errors.bad, errors.bad
+
+    try:
+        run()
+    finally:
+        root.removeHandler(errors)
+    GENERATED["oauth forms"] = fz.sent - before
+    assert fz.sent - before >= examples * BATCH

@@ -7,11 +7,14 @@ still leaves its log line, and a local server prunes its own old rows."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx2
 import psycopg
@@ -25,6 +28,7 @@ from sessionvault.local import upkeep
 from sessionvault.local.target import Target
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server import auth
+from sessionvault.server import edge as edge_module
 from sessionvault.server.app import SessionVaultApp
 
 from ..conftest import ServerThread, admin_db, free_port, make_settings, make_user
@@ -336,6 +340,166 @@ def test_oauth_endpoints_with_a_foreign_host_are_421s_and_write_nothing(edge, pg
     ]
     assert [r.status_code for r in replies] == [421] * 4
     assert grown(before, table_rows(pg)) == {}
+
+
+REGISTRATION = {"redirect_uris": ["http://127.0.0.1:1/cb"], "client_name": "drive-by"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+FOREIGN_PAGE = {"Origin": "https://attacker.example"}
+
+
+def test_a_drive_by_page_can_neither_register_nor_post_to_token_or_revoke(edge, pg, http):
+    """A page of any site may POST text/plain to 127.0.0.1 without asking first: /register
+    took it and stored a client (the local registration cap let a page use it up)."""
+    base = edge.url.removesuffix("/mcp")
+    before = table_rows(pg)
+    body = json.dumps(REGISTRATION)
+    page = http.post(f"{base}/register", content=body, headers={"Content-Type": "text/plain", **FOREIGN_PAGE})
+    assert page.status_code == 403 and page.json() == {"error": "invalid Origin header"}
+    plain = http.post(f"{base}/register", content=body, headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415 and plain.json() == {"error": "Content-Type must be application/json"}
+    framed = http.post(f"{base}/register", json=REGISTRATION, headers=FOREIGN_PAGE)
+    assert framed.status_code == 403
+    for path in ("/token", "/revoke"):
+        form = {"grant_type": "refresh_token", "refresh_token": "x", "token": "x", "client_id": "x"}
+        assert http.post(f"{base}{path}", data=form, headers=FOREIGN_PAGE).status_code == 403
+        as_json = http.post(f"{base}{path}", json=form)
+        assert as_json.status_code == 415
+        assert as_json.json() == {"error": "Content-Type must be application/x-www-form-urlencoded"}
+    assert grown(before, table_rows(pg)) == {}
+    # A native client (no Origin) and a local tool in a browser (a loopback one) still register.
+    for origin in ({}, {"Origin": "http://localhost:6274"}):
+        assert http.post(f"{base}/register", json=REGISTRATION, headers=origin).status_code == 201
+
+
+def test_forms_that_cannot_be_parsed_are_4xx_never_500s(edge, http, capfd):
+    base = edge.url.removesuffix("/mcp")
+    no_boundary = {"Content-Type": "multipart/form-data"}
+    many = urlencode([(f"f{i}", "v") for i in range(1001)])
+    for path in ("/token", "/revoke"):  # multipart without a boundary: it was a 500
+        reply = http.post(f"{base}{path}", content=b"\x00", headers=no_boundary)
+        assert reply.status_code == 415, (path, reply.status_code, reply.text)
+        many_fields = http.post(f"{base}{path}", content=many, headers=FORM)
+        assert many_fields.status_code == 400
+        assert many_fields.json() == {
+            "error": "invalid_request",
+            "error_description": "the form could not be read",
+        }
+    # 1,001 fields to the consent page: it was a 500; now its own kind of error page.
+    consent = http.post(f"{base}/consent", content=many, headers=FORM)
+    assert consent.status_code == 400 and consent.headers["content-type"].startswith("text/html")
+    assert "This form could not be read" in consent.text
+    assert consent.headers["x-frame-options"] == "DENY"
+    for headers in (no_boundary, {"Content-Type": "multipart/form-data; boundary=x"}):
+        assert http.post(f"{base}/consent", content=b"garbage", headers=headers).status_code == 400
+        assert http.post(f"{base}/authorize", content=b"garbage", headers=headers).status_code == 400
+    out = capfd.readouterr()
+    assert '"status":500' not in out.out and "Traceback" not in out.err
+
+
+def test_a_callers_request_id_is_kept_only_in_its_fixed_shape(edge, runtime, pg, http, capfd):
+    """Local mode: the X-Request-Id header names the log line and the audit row; only a
+    bounded id of letters, digits, dot, dash and underscore, else a fresh one."""
+    user = make_user(runtime)
+    good = f"req-{secrets.token_hex(4)}"
+    marker = secrets.token_hex(6)
+    odd = [f"evil {marker}", f'x","user_id":"{marker}', "a" * 60 + marker, f"<b>{marker}</b>", f"{marker}/x"]
+    for rid in [*odd, good]:
+        assert post(http, edge.url, key=user.key, X_Request_ID=rid).status_code == 200
+    out = logged_until(capfd, good)
+    with psycopg.connect(pg.owner_url) as conn:
+        rows = conn.execute("SELECT request_id FROM audit_events WHERE user_id = %s", (user.id,)).fetchall()
+    ids = sorted(r[0] for r in rows)
+    assert len(ids) == 6 and good in ids
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids if i != good), ids
+    assert marker not in out
+    logged = {x["correlation_id"] for x in request_lines(out)}
+    assert good in logged and not [i for i in logged if marker in i]
+
+
+def raw_request(
+    port: int, path: str = "/mcp", length: int = 100, content_type: str = "application/json"
+) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {content_type}\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def read_until_closed(sock: socket.socket, timeout: float) -> tuple[bytes, bool]:
+    """Everything the server sends until it closes the connection, and whether it ended in a
+    reset (a server closing with unread bytes from us resets it); fails if it is never closed."""
+    sock.settimeout(timeout)
+    received = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)  # socket.timeout (a failure) if the server holds it open
+        except ConnectionResetError:
+            return received, True
+        if not chunk:
+            return received, False
+        received += chunk
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "sent"),
+    [
+        ("/mcp", "application/json", b'{"jsonrpc": "2.0", '),
+        ("/mcp", "application/json", b""),  # headers only, then nothing at all
+        ("/token", "application/x-www-form-urlencoded", b"grant_type="),
+        ("/register", "application/json", b"{"),
+        ("/consent", "application/x-www-form-urlencoded", b"request="),
+    ],
+)
+def test_a_body_that_never_finishes_is_a_408_and_the_connection_is_closed(
+    edge, runtime, http, monkeypatch, path, content_type, sent
+):
+    """A client that sends its headers and part of a body, then waits: it used to hold its
+    connection (and a task) for as long as it liked."""
+    monkeypatch.setattr(edge_module, "BODY_DEADLINE_S", 1.0)
+    user = make_user(runtime)
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", edge.port)) as slow:
+        slow.sendall(raw_request(edge.port, path, content_type=content_type) + sent)
+        # Meanwhile the server answers others as usual.
+        assert post(http, edge.url, key=user.key).status_code == 200
+        answer, _ = read_until_closed(slow, timeout=10)
+    waited = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"connection: close" in head.lower()
+    assert json.loads(body) == {"error": "request body not received in time"}
+    assert 1.0 <= waited < 8
+    assert post(http, edge.url, key=user.key).status_code == 200  # and afterwards
+
+
+def test_a_body_that_trickles_in_is_cut_off_at_the_deadline_too(edge, runtime, http, monkeypatch):
+    """The deadline is for the whole body, not for each read: a byte every 0.1 s is no way
+    round it."""
+    monkeypatch.setattr(edge_module, "BODY_DEADLINE_S", 1.0)
+    user = make_user(runtime)
+    stop = threading.Event()
+    with socket.create_connection(("127.0.0.1", edge.port)) as slow:
+        slow.sendall(raw_request(edge.port, length=10_000))
+
+        def trickle() -> None:
+            while not stop.wait(0.1):
+                try:
+                    slow.sendall(b" ")
+                except OSError:  # closed by the server: what the test waits for
+                    return
+
+        sender = threading.Thread(target=trickle, daemon=True)
+        started = time.monotonic()
+        sender.start()
+        try:
+            answer, reset = read_until_closed(slow, timeout=10)
+        finally:
+            stop.set()
+            sender.join(5)
+    # Still sending when the server closes: the close may reach us as a reset, before the 408.
+    assert answer.startswith(b"HTTP/1.1 408 ") or (reset and not answer), answer[:200]
+    assert 1.0 <= time.monotonic() - started < 8
+    assert post(http, edge.url, key=user.key).status_code == 200
 
 
 def test_an_unknown_access_token_gets_the_same_401_as_an_unknown_key(edge, http):

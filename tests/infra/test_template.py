@@ -540,6 +540,7 @@ def test_http_api_routes(template):
         assert props["PayloadFormatVersion"] == "2.0"
         routes.add((props["Method"].upper(), props["Path"]))
     from sessionvault.core import oauth as rules
+    from sessionvault.server import api
     from sessionvault.server.oauth import ENDPOINTS
 
     # Every path the app answers reaches it: a route missing here is a 404 from API Gateway.
@@ -548,6 +549,7 @@ def test_http_api_routes(template):
     served |= {("GET", rules.CONSENT_PATH), ("POST", rules.CONSENT_PATH)}
     served |= {("GET", rules.PROTECTED_RESOURCE_PATH), ("GET", rules.PROTECTED_RESOURCE_PATH + "/mcp")}
     served.add(("GET", rules.AUTHORIZATION_SERVER_PATH))
+    served |= {(method, api.PREFIX + path) for method, path in api.ROUTES}
     assert routes == served
     timeout = fn_props(template, "McpFunction")["Timeout"]
     assert timeout < 30, "API Gateway gives up after 30 s"

@@ -1,5 +1,6 @@
 """The MCP function under Mangum: cold start, then several warm invocations in one process."""
 
+import base64
 import json
 import logging
 
@@ -202,3 +203,34 @@ def test_an_unexpected_exception_is_a_500_with_its_log_line_and_metrics(function
     )
     assert metrics[0]["Errors"] == [1.0]
     assert invoke(mcp, rpc("tools/list"), key=key)["statusCode"] == 200  # the next call is fine
+
+
+def test_the_http_api_answers_through_mangum_with_gateway_events(functions):
+    """/api/v1 on Lambda: a save over MCP, then the API lists, gets and exports it (NDJSON,
+    buffered whole by Mangum), over several warm invocations of one instance."""
+    admin, mcp = functions
+    key = new_key(admin)
+    saved = invoke(
+        mcp,
+        rpc("tools/call", {"name": "save_session", "arguments": {"name": "auto/x/1", "summary": "api"}}),
+        key=key,
+    )
+    assert saved["statusCode"] == 200
+
+    def get(path: str, query: str = "") -> dict:
+        event = http_event(b"", key=key, method="GET", path=path)
+        event["rawQueryString"] = query
+        return mcp.handler(event, LambdaContext())
+
+    listed = get("/api/v1/sessions")
+    assert listed["statusCode"] == 200 and [s["name"] for s in body_json(listed)["sessions"]] == ["auto/x/1"]
+    one = get("/api/v1/session", "name=auto%2Fx%2F1")
+    assert body_json(one)["summary"] == "api"
+    exported = get("/api/v1/export")
+    assert exported["statusCode"] == 200 and exported["headers"]["content-type"] == "application/x-ndjson"
+    # Not a text type to Mangum: base64 in the event answer, which API Gateway decodes.
+    raw = base64.b64decode(exported["body"]) if exported.get("isBase64Encoded") else exported["body"].encode()
+    lines = [json.loads(line) for line in raw.splitlines()]
+    assert lines[0]["format"] == "sessionvault-export/1" and lines[1]["name"] == "auto/x/1"
+    denied = mcp.handler(http_event(b"", method="GET", path="/api/v1/sessions"), LambdaContext())
+    assert denied["statusCode"] == 401 and "www-authenticate" in denied["headers"]

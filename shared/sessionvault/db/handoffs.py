@@ -71,3 +71,22 @@ def claim(
     # Not idempotent: a rerun after COMMIT would find the offer taken, by this very caller.
     won, last = db.in_tenant(user_id, work, idempotent=False)
     return won.fetchone(), last.fetchone()
+
+
+# Offers, newest first, with their state (the HTTP API's handoff list; the web view's).
+_OFFERS = (
+    """
+SELECT s.name, s.repo, h.offered_at,"""
+    + STATE_COLUMNS
+    + """
+FROM handoffs h JOIN sessions s ON s.id = h.session_id
+WHERE h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
+ORDER BY h.offered_at DESC LIMIT %(limit)s
+"""
+)
+
+
+def offers(db: Database, user_id: str, repo: str, limit: int) -> list[Row]:
+    """The newest `limit` offers (of `repo`, '' = every repo), whatever their state."""
+    params = {"user_id": user_id, "repo": repo, "limit": limit}
+    return list(db.in_tenant(user_id, lambda conn: conn.execute(_OFFERS, params), idempotent=True))

@@ -290,6 +290,26 @@ ORDER BY (h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > c
 LIMIT 1"""
 
 
+# Every kept version of one session, oldest first, each with its offer's state: an export.
+_EVERY_VERSION = (
+    "SELECT"
+    + RECORD_COLUMNS
+    + """
+    FROM sessions s
+    JOIN session_versions v ON v.session_id = s.id
+    LEFT JOIN handoffs h ON h.session_id = v.session_id AND h.version = v.version
+    WHERE s.user_id = %(user_id)s AND s.name = %(name)s
+    ORDER BY v.version
+"""
+)
+
+
+def every_version(db: Database, user_id: str, name: str) -> list[Row]:
+    """Every kept version of session `name` (oldest first) as `get_by_name` returns one."""
+    params = {"user_id": user_id, "name": name}
+    return list(db.in_tenant(user_id, lambda conn: conn.execute(_EVERY_VERSION, params), idempotent=True))
+
+
 _VERSIONS = """
 SELECT ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC) AS versions
 FROM sessions s WHERE s.user_id = %(user_id)s AND s.name = %(name)s

@@ -4,8 +4,12 @@ token, tenant, rate limit, audit row: one round trip) -> MCP tool -> log line.
 
 The OAuth authorization server (`server/oauth.py`: well-known metadata, /authorize, /token,
 /register, /revoke) and the consent page (`server/consent.py`) are served here too, after the
-same Host check. They are the only unauthenticated paths that write: registrations and pending
-requests, each capped in SQL and pruned by the `prune_oauth` maintenance task.
+same Host check; a POST to /register, /token or /revoke also gets /mcp's Origin and
+Content-Type checks (`guard.HeaderPolicy.check_post`), and a form posted to any of them is
+read (capped, within the body deadline) and parsed once here first, so that a form Starlette
+cannot parse is a 400, never a 500 inside a handler. They are the only unauthenticated paths
+that write: registrations and pending requests, each capped in SQL and pruned by the
+`prune_oauth` maintenance task.
 
 On /mcp everything before admission is free of database work, so nothing unauthenticated can
 grow the database there: a request refused before or at authentication leaves no row; the log line (with
@@ -34,26 +38,35 @@ from sessionvault.core import oauth as oauth_core
 from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import auth, guard
+from sessionvault.server import api, auth, guard
 from sessionvault.server import oauth as oauth_server
-from sessionvault.server.consent import Consent
+from sessionvault.server.consent import Consent, error_page, page_headers
 from sessionvault.server.edge import (
     UNAVAILABLE,
     answered_with_error,
     budget_of,
+    form_problem,
     headers_of,
     method_of,
+    read_body,
     read_json,
+    replaying,
     request_id,
     respond,
 )
-from sessionvault.server.mcp_host import ManagerPerLoop
+from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
 from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
 INTERNAL = json.dumps({"error": "internal error"}).encode()
 NOT_FOUND = json.dumps({"error": "not found"}).encode()
 NOT_ALLOWED = json.dumps({"error": "method not allowed"}).encode()
+# Where a POST carries a form (the OAuth endpoints besides /register, and the consent page),
+# and which of them a person's browser posts to (an unreadable form gets an HTML page there).
+FORM_PATHS = frozenset({"/authorize", "/token", "/revoke", oauth_core.CONSENT_PATH})
+BROWSER_PATHS = frozenset({"/authorize", oauth_core.CONSENT_PATH})
+UNREADABLE_FORM = json.dumps({"error": "invalid_request", "error_description": "the form could not be read"})
+UNREADABLE_PAGE = "This form could not be read. Start again from your application."
 
 
 class _Answer:
@@ -77,11 +90,15 @@ class SessionVaultApp:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.server = build_server(runtime.vault)
+        # Inside the SDK's own (OpenTelemetry) middleware: a handler's unexpected exception
+        # becomes a JSON-RPC internal error here, not a logged traceback with its message.
+        self.server.middleware.append(mcp_errors_only)
         settings = runtime.settings
         local = guard.is_local(settings)
         self.policy = guard.HeaderPolicy.from_settings(settings)
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
         self.oauth = oauth_server.OAuthServer(runtime)
+        self.api = api.Api(runtime.vault)
         self.consent = Consent(runtime, self.failures)
         self.prefix = oauth_core.base_path(settings.public_url)  # '' unless under a path
         # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
@@ -150,6 +167,9 @@ class SessionVaultApp:
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
     ) -> None:
         path = self._path(scope)
+        if path.startswith(api.PREFIX + "/"):
+            await self._serve_api(scope, receive, send, headers, log, path.removeprefix(api.PREFIX))
+            return
         if path != "/mcp":
             await self._serve_oauth(scope, receive, send, headers, log, path)
             return
@@ -182,6 +202,56 @@ class SessionVaultApp:
             current_call.reset(token)
         log.error_class = state.error_class or answered_with_error(log.status, reply)
 
+    async def _serve_api(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[str, str],
+        log: telemetry.RequestLog,
+        path: str,
+    ) -> None:
+        """The HTTP API (`server/api.py`): the edge checks and the admission of /mcp, then the
+        route's own scope check."""
+        route = api.route_of(scope["method"], path)
+        if route is None:
+            self._check_host(headers, log)
+            allowed = [method for method, p in api.ROUTES if p == path]
+            if allowed:
+                raise Refused(
+                    405,
+                    api.error_body("method", "method not allowed"),
+                    "validation",
+                    {"Allow": ", ".join(allowed)},
+                )
+            raise Refused(404, api.error_body("not_found", "no such API path"), "validation")
+        log.tool = route.tool
+        self._check_host(headers, log)
+        if scope["method"] != "GET":  # what changes data: /mcp's Origin check, and its body's type
+            check = (
+                self.policy.check_post(scope["headers"], api.BODY_TYPE) if scope["method"] == "POST" else None
+            )
+            if check is None and any(
+                o and not guard.matches(o, self.policy.origins)
+                for o in guard.values_of(scope["headers"], b"origin")
+            ):
+                check = "origin"
+            if check is not None:
+                log.edge_check = check
+                raise guard.refusal(check, api.BODY_TYPE)
+        base = oauth_server.base_url(self.rt.settings, headers)
+        try:
+            who = await anyio.to_thread.run_sync(
+                auth.admit, self.rt, headers.get("authorization"), "tool", log, base
+            )
+        except DB_ERRORS as exc:
+            log.failure = type(exc).__name__
+            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        answer = _Answer(send)
+        failed = await self.api.handle(route, who, scope, receive, answer)
+        log.error_class = failed or None
+        log.status = answer.status
+
     def _path(self, scope: Scope) -> str:
         """The request's path without a trailing slash, and without the public URL's path when
         the gateway passed it on (a custom domain mapped under a path)."""
@@ -205,7 +275,23 @@ class SessionVaultApp:
         self._check_host(headers, log)
         base = oauth_server.base_url(self.rt.settings, headers)
         routed = {**scope, "path": path}
-        if path == oauth_core.CONSENT_PATH:
+        consent = path == oauth_core.CONSENT_PATH
+        if consent:
+            log.tool = "oauth/consent"
+        elif path in oauth_server.ENDPOINTS:
+            log.tool = oauth_server.ENDPOINTS[path][1]
+        if scope["method"] == "POST" and path in guard.POSTED:
+            expected = guard.POSTED[path]
+            check = self.policy.check_post(scope["headers"], expected)
+            if check is not None:
+                log.edge_check = check
+                raise guard.refusal(check, expected)
+        if scope["method"] == "POST" and path in FORM_PATHS:
+            body = await read_body(receive)
+            if await form_problem(routed, body):
+                raise _unreadable(page=path in BROWSER_PATHS)
+            receive = replaying(body)  # the handler reads the same bytes again
+        if consent:
             await self.consent.handle(routed, receive, send, base, log)
         elif self.oauth.serves(path, base):
             await self.oauth.handle(routed, receive, send, base, log)
@@ -265,6 +351,15 @@ class SessionVaultApp:
             audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
+
+
+def _unreadable(*, page: bool) -> Refused:
+    """A form that cannot be parsed: an HTML error page (as the consent page and /authorize
+    show a person), else OAuth's JSON error (RFC 6749 section 5.2)."""
+    if page:
+        headers = {"Content-Type": "text/html; charset=utf-8", **page_headers()}
+        return Refused(400, error_page(UNREADABLE_PAGE), "validation", headers)
+    return Refused(400, UNREADABLE_FORM.encode(), "validation", {"Cache-Control": "no-store"})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -1,13 +1,18 @@
-"""The HTTP edge of /mcp, before any MCP: reading a capped JSON body, naming the method for
-logs and limits, and answering refusals. Pure functions of the request; no database."""
+"""The HTTP edge, before any MCP or OAuth handler: reading a capped body within a deadline, its
+JSON (/mcp) or form (the OAuth endpoints and the consent page), naming the method for logs and
+limits, picking the request id, and answering refusals. Pure functions of the request; no
+database."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Collection
 from typing import Any
 
+import anyio
+from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from sessionvault.db.admission import Budget
@@ -18,8 +23,11 @@ UNAVAILABLE = json.dumps({"error": "temporarily unavailable, try again"}).encode
 
 
 async def respond(send: Send, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    """A whole response: JSON unless `headers` name another Content-Type."""
+    extra = {k.lower(): v for k, v in (headers or {}).items()}
+    content_type = extra.pop("content-type", "application/json")
+    raw = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 
@@ -71,10 +79,23 @@ def headers_of(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
+# A caller's X-Request-Id is taken only in this shape; anything else gets a fresh id, so that
+# no caller text (markup, control characters, another request's id format) reaches a log line
+# or an audit row.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 def request_id(scope: Scope, headers: dict[str, str]) -> str:
+    """Inside Lambda, API Gateway's own id for the request (`requestContext.requestId`, which
+    the caller cannot choose), else the caller's X-Request-Id if it has the shape above, else
+    a fresh random one."""
     event = scope.get("aws.event") or {}
-    gateway_id = event.get("requestContext", {}).get("requestId")
-    return (gateway_id or headers.get("x-request-id") or uuid.uuid4().hex)[:100]
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    gateway_id = context.get("requestId") if isinstance(context, dict) else None
+    if isinstance(gateway_id, str) and gateway_id:
+        return gateway_id[:100]
+    sent = headers.get("x-request-id", "")
+    return sent if _REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
 
 
 async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tuple[bytes, Any]:
@@ -115,21 +136,69 @@ MAX_FORM_BYTES = 64 * 1024  # the OAuth endpoints' and the consent page's forms
 
 TOO_LARGE = Refused(413, b'{"error": "request body too large"}', "validation")
 
+# The whole body must arrive within this many seconds of the first read, else a 408 that closes
+# the connection: a client that sends its headers and then a trickle (or nothing) would
+# otherwise hold a local server's connection and task for ever (uvicorn has no such limit).
+# A constant, not a setting: a local server's clients reach it over loopback, where even a body
+# at the 1 MB cap takes milliseconds. Inside Lambda the body has already arrived whole (Mangum
+# hands it over in one message): this never fires there.
+BODY_DEADLINE_S = 10.0
+
+
+def too_slow() -> Refused:
+    """A new refusal each time (a raised instance keeps its traceback)."""
+    return Refused(408, b'{"error": "request body not received in time"}', "timeout", {"Connection": "close"})
+
 
 async def read_body(receive: Receive, limit: int = MAX_FORM_BYTES, too_big: Refused = TOO_LARGE) -> bytes:
-    """The body, capped while it streams in (a client may lie in Content-Length or send none)."""
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if size > limit:
-            raise too_big
-        if not message.get("more_body", False):
-            break
+    """The body, capped while it streams in (a client may lie in Content-Length or send none),
+    and whole within `BODY_DEADLINE_S`."""
+    chunks: list[bytes] = []
+    size = 0
+    with anyio.move_on_after(BODY_DEADLINE_S) as deadline:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > limit:
+                raise too_big
+            if not message.get("more_body", False):
+                break
+    if deadline.cancelled_caught:
+        raise too_slow()
     return b"".join(chunks)
+
+
+# --- form bodies (the OAuth endpoints and the consent page) ------------------------------------
+
+FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
+# Far more than any OAuth request or the consent form holds (under ten fields), and no files:
+# checked before a handler parses the same bytes with Starlette's own (looser) limits.
+MAX_FORM_FIELDS = 100
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").partition(";")[0].strip().lower()
+
+
+async def form_problem(scope: Scope, body: bytes) -> bool:
+    """True when `body` is a urlencoded or multipart form (as the request's Content-Type says,
+    read as Starlette reads it) that Starlette's parser refuses or fails on: a missing or broken
+    boundary, a part without a name, a file, more than `MAX_FORM_FIELDS` fields, a header
+    too long. Parsed here, ahead of the handler, so that none of that becomes a 500 (or an SDK
+    handler's logged traceback) there. Other media types are not forms: False."""
+    request = Request(scope, replaying(body))
+    if media_type(request.headers.get("content-type")) not in (FORM, MULTIPART):
+        return False
+    try:
+        async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS):
+            pass
+    except Exception:  # MultiPartException, and whatever else a malformed form raises in there
+        return True
+    return False
 
 
 def replaying(body: bytes) -> Receive:

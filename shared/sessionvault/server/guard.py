@@ -19,6 +19,15 @@ fine; present, it must be allowed or the request is a 403.
 Content-Type must be `application/json` (parameters such as `charset` allowed), else 415.
 That alone stops the one POST a web page can send without a preflight (text/plain).
 
+The OAuth endpoints a client posts to get the same two checks (`HeaderPolicy.check_post`), after
+the Host check they share with every path: an Origin must be allowed (every one, if several
+were sent), and there must be exactly one Content-Type, of the endpoint's media type
+(`POSTED`): JSON for /register (RFC 7591), a urlencoded form for /token (RFC 6749) and /revoke
+(RFC 7009). Without them a page of any site could register clients on a local server with a
+text/plain POST, until the registration cap ran out. /authorize is reached by a browser sent
+there by another site, and the consent page is a browser form with same-origin and CSRF checks
+of its own (`server/consent.py`): neither is checked here.
+
 Failed authentications (local mode): `AuthFailureLimit` counts them per client address over a
 sliding minute in memory, bounded in the number of addresses it remembers. Once an address is
 over `Settings.auth_failures_per_minute`, its requests are 429s before the database is asked,
@@ -43,6 +52,7 @@ from typing import Literal
 from sessionvault.core import apikeys
 from sessionvault.errors import Refused
 from sessionvault.server.auth import bearer_token
+from sessionvault.server.edge import FORM, media_type
 from sessionvault.settings import Settings
 
 Check = Literal["host", "origin", "content_type"]
@@ -81,9 +91,20 @@ def matches(value: str, patterns: Iterable[str]) -> bool:
     return False
 
 
+JSON = "application/json"
+
+
 def is_json(content_type: str | None) -> bool:
-    media_type = (content_type or "").partition(";")[0].strip().lower()
-    return media_type == "application/json"
+    return media_type(content_type) == JSON
+
+
+# The OAuth endpoints a client posts to, and the one media type each takes.
+POSTED = {"/register": JSON, "/token": FORM, "/revoke": FORM}
+
+
+def values_of(raw_headers: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
+    """Every value of header `name` (lower case) in an ASGI scope's raw headers, in order."""
+    return [value.decode("latin-1") for key, value in raw_headers if key.lower() == name]
 
 
 @dataclass(frozen=True)
@@ -108,21 +129,32 @@ class HeaderPolicy:
             return "content_type"
         return None
 
+    def check_post(self, raw_headers: Iterable[tuple[bytes, bytes]], expected: str) -> Check | None:
+        """The first check a POST to an OAuth endpoint fails (its Host already checked), else
+        None: every Origin sent must be allowed, and the one Content-Type must be `expected`.
+        From the raw headers: a second Origin or Content-Type must not slip past (Starlette,
+        which parses the body later, reads the first of each; `edge.headers_of` keeps the last)."""
+        if any(origin and not matches(origin, self.origins) for origin in values_of(raw_headers, b"origin")):
+            return "origin"
+        content_types = values_of(raw_headers, b"content-type")
+        if len(content_types) != 1 or media_type(content_types[0]) != expected:
+            return "content_type"
+        return None
+
 
 def _body(message: str, **extra: object) -> bytes:
     return json.dumps({"error": message, **extra}).encode()
 
 
-def refusal(check: Check) -> Refused:
+def refusal(check: Check, expected: str = JSON) -> Refused:
     """The answer to a request that failed `check` (a new exception each time: a raised
-    instance keeps its traceback, and re-raising one lengthens it)."""
+    instance keeps its traceback, and re-raising one lengthens it); `expected`, the media type
+    a 415 asks for."""
     if check == "host":
         return Refused(421, _body("invalid Host header"), "auth")
     if check == "origin":
         return Refused(403, _body("invalid Origin header"), "auth")
-    return Refused(
-        415, _body("Content-Type must be application/json"), "validation", {"Accept": "application/json"}
-    )
+    return Refused(415, _body(f"Content-Type must be {expected}"), "validation", {"Accept": expected})
 
 
 def too_many_failures(retry_after_s: int) -> Refused:

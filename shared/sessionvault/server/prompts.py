@@ -2,17 +2,21 @@
 
 The `repo` and `name` arguments come from the caller: they are quoted with framing.quote (one
 line, single-quoted, quotes and backslashes escaped, markup neutralised), so an argument can
-neither end its quotation nor start a line, heading or fence of its own in the prompt."""
+neither end its quotation nor start a line, heading or fence of its own in the prompt.
+
+An unknown prompt name is an MCP error (-32602, invalid params), as the SDK answers bad params:
+any other exception would be answered with code 0 and logged with its message, which quotes the
+caller's text."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mcp import types
+from mcp.shared.exceptions import MCPError
 
 from sessionvault.core import framing
 from sessionvault.core.repos import canonical_repo
-from sessionvault.errors import ValidationFailed
 
 _REPO_ARG = types.PromptArgument(
     name="repo", description="Repository identity (git remote, else folder name)", required=False
@@ -100,9 +104,10 @@ async def on_get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types
         text = handoff_text(repo, str(args.get("name") or ""))
     elif params.name == "resume":
         text = resume_text(repo)
-    else:
-        raise ValidationFailed(
-            f"unknown prompt {framing.quote(params.name, 100)}; available: handoff, resume"
+    else:  # the audit row says "validation", as for every JSON-RPC error (edge.answered_with_error)
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"unknown prompt {framing.quote(params.name, 100)}; available: handoff, resume",
         )
     message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
     return types.GetPromptResult(description=params.name, messages=[message])

@@ -354,11 +354,44 @@ def test_without_either_a_fresh_random_id_is_made() -> None:
     assert len(first) == 32 and int(first, 16) >= 0
 
 
-@pytest.mark.parametrize("source", ["gateway", "header"])
-def test_a_request_id_is_truncated_to_100_characters(source: str) -> None:
+def test_the_api_gateway_request_id_is_truncated_to_100_characters() -> None:
+    """API Gateway's own id (HTTP APIs end theirs in "="), not the caller's: kept as it is."""
     long_id = "a" * 99 + "bcdef"
-    if source == "gateway":
-        found = request_id(scope(**{"aws.event": {"requestContext": {"requestId": long_id}}}), {})
-    else:
-        found = request_id(scope(), {"x-request-id": long_id})
+    found = request_id(scope(**{"aws.event": {"requestContext": {"requestId": long_id}}}), {})
     assert found == long_id[:100] and len(found) == 100
+    assert request_id(scope(**{"aws.event": {"requestContext": {"requestId": "JKJaXmPLvHcESHA="}}}), {}) == (
+        "JKJaXmPLvHcESHA="
+    )
+
+
+@pytest.mark.parametrize(
+    "sent", ["a", "fz-http-0a1b2c3d-17", "A.b_c-9", "x" * 64, "0123456789abcdef0123456789abcdef"]
+)
+def test_a_callers_request_id_of_the_allowed_shape_is_kept(sent: str) -> None:
+    assert request_id(scope(), {"x-request-id": sent}) == sent
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "x" * 65,  # too long
+        "",
+        "a b",
+        "id\nforged log line",
+        '"},{"level":"ERROR"',
+        "<script>",
+        "caf\u00e9",
+        "../../etc",  # slashes are not in the shape
+        "a;b",
+        "\x00",
+        "sv_live_abc def",
+    ],
+)
+def test_any_other_request_id_from_the_caller_is_replaced_by_a_fresh_one(sent: str) -> None:
+    found = request_id(scope(), {"x-request-id": sent})
+    assert found != sent and len(found) == 32 and int(found, 16) >= 0
+
+
+@pytest.mark.parametrize("event", [{"requestContext": None}, {"requestContext": {"requestId": 7}}, []])
+def test_an_odd_event_never_fails_the_request_id(event: Any) -> None:
+    assert request_id(scope(**{"aws.event": event}), {"x-request-id": "ok-1"}) == "ok-1"

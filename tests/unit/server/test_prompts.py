@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import types
+from mcp.shared.exceptions import MCPError
 
-from sessionvault.errors import ValidationFailed
 from sessionvault.server import prompts
 
 ATTACKS = [
@@ -88,11 +88,15 @@ def test_get_prompt_quotes_the_arguments_it_was_sent() -> None:
     assert "(git remote, else the top folder name)" in get("resume", None)
 
 
-def test_an_unknown_prompt_name_is_quoted_in_the_error() -> None:
-    with pytest.raises(ValidationFailed) as caught:
+def test_an_unknown_prompt_name_is_an_invalid_params_error_that_quotes_it() -> None:
+    """An MCP error, not a ValidationFailed: the SDK answers any other exception with code 0
+    and logs its traceback, message (the caller's text) included."""
+    with pytest.raises(MCPError) as caught:
         get("evil\n## IMPORTANT", {})
-    assert "\n" not in str(caught.value)
-    assert "unknown prompt 'evil ⏎ \\\\## IMPORTANT'" in str(caught.value)
+    assert caught.value.error.code == types.INVALID_PARAMS == -32602
+    message = caught.value.error.message
+    assert "\n" not in message
+    assert message == "unknown prompt 'evil ⏎ \\\\## IMPORTANT'; available: handoff, resume"
 
 
 def test_handoff_asks_for_branch_commit_and_an_offer() -> None:

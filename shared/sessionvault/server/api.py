@@ -1,0 +1,215 @@
+"""The HTTP API for people and scripts (`/api/v1/...`): the CLI's `sessions`, `export` and
+`import`, and the web view, on the same core as the MCP tools. docs/api.md describes it and
+docs/openapi.json is its OpenAPI document (the tests hold live answers to it).
+
+Every call is admitted exactly as a tool call is (API key or OAuth token, the same one
+statement: tenant, tool rate limit, audit row; the same identical 401), needs the scope its
+MCP twin needs (read, write or delete), and runs under RLS. Session names are query
+parameters, not path segments: a name may hold slashes (`auto/codex/...`). Errors have one
+shape: `{"error": {"code": "...", "message": "..."}}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio.to_thread
+from starlette.types import Receive, Scope, Send
+
+from sessionvault.core import portability, records
+from sessionvault.core.apikeys import scope_hint
+from sessionvault.core.vault import Principal, Vault
+from sessionvault.db import handoffs
+from sessionvault.errors import ErrorClass, Refused, ValidationFailed, VaultError
+from sessionvault.server.edge import read_body, respond
+
+PREFIX = "/api/v1"
+BODY_TYPE = "application/x-ndjson"  # what POST /import takes: an export, as /export gives it
+MAX_IMPORT_BYTES = 50_000_000  # an import body; one session line may hold 1 MB x its versions
+JSON_HEADERS = {"Cache-Control": "no-store"}
+# A core error's HTTP status, by its class (errors.py): "try later" ones are 503s.
+STATUS = {"validation": 400, "scope": 403, "quota": 409, "provider": 503, "db": 503, "timeout": 503}
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    scope: str  # what the key must allow, as for the MCP tool that does the same
+    tool: str  # the name in the audit trail and the log
+
+
+ROUTES = {
+    (r.method, r.path): r
+    for r in (
+        Route("GET", "/sessions", "read", "api/sessions.list"),
+        Route("GET", "/session", "read", "api/session.get"),
+        Route("GET", "/session/versions", "read", "api/session.versions"),
+        Route("DELETE", "/session", "delete", "api/session.delete"),
+        Route("GET", "/search", "read", "api/search"),
+        Route("GET", "/handoffs", "read", "api/handoffs.list"),
+        Route("GET", "/export", "read", "api/export"),
+        Route("POST", "/import", "write", "api/import"),
+    )
+}
+PATHS = frozenset(path for _, path in ROUTES)
+
+
+def route_of(method: str, path: str) -> Route | None:
+    """The route for an /api/v1 path (without the prefix), or None."""
+    return ROUTES.get((method, path))
+
+
+def error_body(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}).encode()
+
+
+def refusal(status: int, code: str, message: str) -> Refused:
+    return Refused(status, error_body(code, message), "validation", JSON_HEADERS)
+
+
+class Api:
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+
+    async def handle(
+        self, route: Route, who: Principal, scope: Scope, receive: Receive, send: Send
+    ) -> ErrorClass | None:
+        """Answer one admitted call; returns the error class for the log (None when it succeeded)."""
+        if route.scope not in who.scopes:
+            await respond(send, 403, error_body("scope", scope_hint(route.scope, route.tool, who.scopes)))
+            return "scope"
+        query = _query(scope)
+        try:
+            if route.path == "/export":
+                await self._export(who, send)
+                return None
+            if route.path == "/import":
+                body = await read_body(receive, MAX_IMPORT_BYTES)
+                out = await anyio.to_thread.run_sync(self._import, who, body, query)
+            else:
+                out = await anyio.to_thread.run_sync(
+                    HANDLERS[route.path, route.method], self.vault, who, query
+                )
+        except VaultError as exc:
+            status = 404 if isinstance(exc, NotFound) else STATUS.get(exc.error_class, 400)
+            await respond(send, status, error_body(exc.error_class, str(exc)), JSON_HEADERS)
+            return exc.error_class
+        await respond(send, 200, json.dumps(out, ensure_ascii=False).encode(), JSON_HEADERS)
+        return None
+
+    def _import(self, who: Principal, body: bytes, query: dict[str, str]) -> dict[str, Any]:
+        lines = (_json_line(n, line) for n, line in enumerate(body.splitlines(), start=1) if line.strip())
+        done = portability.import_lines(self.vault, who, lines, dry_run=query.get("dry_run") in ("1", "true"))
+        return done.as_dict()
+
+    async def _export(self, who: Principal, send: Send) -> None:
+        """NDJSON, streamed one session at a time (a Lambda buffers it whole: fine below its
+        6 MB response cap; past that, export from the laptop side against the database)."""
+        headers = [
+            (b"content-type", b"application/x-ndjson"),
+            (b"cache-control", b"no-store"),
+            (b"content-disposition", b'attachment; filename="sessionvault-export.ndjson"'),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        async for line in _lines(portability.export_lines(self.vault, who)):
+            await send({"type": "http.response.body", "body": line, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class NotFound(VaultError):
+    error_class = "validation"
+
+
+async def _lines(lines: Any) -> AsyncIterator[bytes]:
+    """Each export line as bytes, produced off the event loop (each one is database work)."""
+    done = object()
+    while (line := await anyio.to_thread.run_sync(next, lines, done)) is not done:
+        yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
+
+
+def _json_line(number: int, line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        raise ValidationFailed(f"invalid arguments: line {number} is not JSON") from None
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return {k: v[-1] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+
+
+def _int(query: dict[str, str], name: str, default: int) -> int:
+    raw = query.get(name, "")
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ValidationFailed(f"invalid arguments: {name}: must be a whole number")
+    return int(raw)
+
+
+def _list(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    args = {"repo": q.get("repo", ""), "limit": _int(q, "limit", 20), "cursor": q.get("cursor", "")}
+    return vault.list(who, records.parse(records.ListArgs, args))
+
+
+def _get(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    args = {"name": _name(q), "version": _int(q, "version", 0), "mode": q.get("mode", "normal")}
+    out = vault.load(who, records.parse(records.LoadArgs, args))
+    if not out.get("found"):
+        raise NotFound(out.get("hint", "not found"))
+    return out
+
+
+def _versions(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    name = _name(q)
+    lines = portability.export_session(vault, who, name)
+    if not lines["versions"]:
+        raise NotFound(f"no session named {name!r}")
+    return lines
+
+
+def _delete(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    out = vault.delete(who, records.parse(records.DeleteArgs, {"name": _name(q)}))
+    if not out.get("deleted"):
+        raise NotFound(out.get("hint", "not found"))
+    return out
+
+
+def _search(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    args = {"query": q.get("q", ""), "repo": q.get("repo", ""), "max_results": _int(q, "limit", 5)}
+    return vault.search(who, records.parse(records.SearchArgs, args))
+
+
+def _handoffs(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
+    repo = records.parse(records.ListArgs, {"repo": q.get("repo", "")}).repo
+    state = q.get("state", "")
+    rows = handoffs.offers(vault.db, who.user_id, repo, min(_int(q, "limit", 50), 200))
+    listed = []
+    for row in rows:
+        offered = portability.offer_of(row)
+        if not state or offered["state"] == state:
+            listed.append(offered)
+    return {"handoffs": listed}
+
+
+def _name(q: dict[str, str]) -> str:
+    name = q.get("name", "")
+    if not name:
+        raise ValidationFailed("invalid arguments: name: give the session's name")
+    return name
+
+
+HANDLERS: dict[tuple[str, str], Callable[[Vault, Principal, dict[str, str]], dict[str, Any]]] = {
+    ("/sessions", "GET"): _list,
+    ("/session", "GET"): _get,
+    ("/session/versions", "GET"): _versions,
+    ("/session", "DELETE"): _delete,
+    ("/search", "GET"): _search,
+    ("/handoffs", "GET"): _handoffs,
+}

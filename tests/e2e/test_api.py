@@ -1,0 +1,198 @@
+"""The HTTP API (`/api/v1`, server/api.py) over real HTTP against the real server: the same keys,
+scopes, admission and identical 401 as /mcp; every answer held to docs/openapi.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import jsonschema
+import pytest
+
+from sessionvault.core import portability
+
+from ..conftest import make_user
+from ..support.jsonrpc import tool_result
+
+OPENAPI = json.loads((Path(__file__).parents[2] / "docs" / "openapi.json").read_text())
+REPO = "github.com/acme/widget"
+
+
+def check(reply: httpx2.Response, path: str, method: str = "get") -> Any:
+    """The reply's JSON, validated against the OpenAPI document's schema for its status."""
+    operation = OPENAPI["paths"][f"/api/v1{path}"][method]
+    spec = operation["responses"].get(str(reply.status_code))
+    assert spec is not None, (
+        f"{method.upper()} {path} answered {reply.status_code}, not documented: {reply.text}"
+    )
+    media = next(iter(spec["content"]))
+    assert reply.headers["content-type"].startswith(media), reply.headers
+    if media == "application/x-ndjson":
+        return [json.loads(line) for line in reply.text.splitlines()]
+    body = reply.json()
+    schema = {**spec["content"][media]["schema"], "components": OPENAPI["components"]}
+    jsonschema.validate(body, schema)  # its #/components/... refs resolve in `schema` itself
+    return body
+
+
+def api(
+    http: httpx2.Client,
+    url: str,
+    key: str,
+    method: str,
+    path: str,
+    headers: dict[str, str] | None = None,
+    **kw: Any,
+) -> httpx2.Response:
+    base = url.removesuffix("/mcp")
+    sent = {"Authorization": f"Bearer {key}", **(headers or {})}
+    return http.request(method, f"{base}/api/v1{path}", headers=sent, **kw)
+
+
+def save(url: str, key: str, **args: Any) -> dict[str, Any]:
+    out = tool_result(url, key, "save_session", **args)
+    assert not out["isError"], out
+    return out["structuredContent"]
+
+
+def test_list_get_versions_search_and_delete(server, runtime, http) -> None:
+    user = make_user(runtime)
+    save(server.url, user.key, name="auto/codex/s1", summary="first", repo="git@github.com:Acme/Widget.git")
+    save(server.url, user.key, name="auto/codex/s1", summary="second", repo=REPO)
+    save(server.url, user.key, name="plan", summary="the plan", repo="github.com/acme/other")
+
+    listed = check(api(http, server.url, user.key, "GET", "/sessions", params={"repo": REPO}), "/sessions")
+    assert [s["name"] for s in listed["sessions"]] == ["auto/codex/s1"]
+    got = check(
+        api(http, server.url, user.key, "GET", "/session", params={"name": "auto/codex/s1"}), "/session"
+    )
+    assert (got["summary"], got["version"], got["versions"]) == ("second", 2, [2, 1])
+    one = check(
+        api(http, server.url, user.key, "GET", "/session", params={"name": "auto/codex/s1", "version": 1}),
+        "/session",
+    )
+    assert one["summary"] == "first"
+    versions = check(
+        api(http, server.url, user.key, "GET", "/session/versions", params={"name": "auto/codex/s1"}),
+        "/session/versions",
+    )
+    assert [(v["version"], v["record"]["summary"]) for v in versions["versions"]] == [
+        (1, "first"),
+        (2, "second"),
+    ]
+    unavailable = api(http, server.url, user.key, "GET", "/search", params={"q": "the plan"})
+    assert unavailable.status_code == 503  # this server has no embedding provider: said, not hidden
+    assert check(unavailable, "/search")["error"]["code"] == "provider"
+    missing = api(http, server.url, user.key, "GET", "/session", params={"name": "nope"})
+    assert missing.status_code == 404 and check(missing, "/session")["error"]["code"]
+    writer = make_user(runtime, scopes=("read", "write"))
+    refused = api(http, server.url, writer.key, "DELETE", "/session", params={"name": "plan"})
+    assert refused.status_code == 403  # a key without delete cannot, as over MCP
+    assert "'delete' scope" in check(refused, "/session", "delete")["error"]["message"]
+    deleted = check(
+        api(http, server.url, user.key, "DELETE", "/session", params={"name": "plan"}), "/session", "delete"
+    )
+    assert deleted == {"deleted": True, "name": "plan", "versions_deleted": 1}
+    gone = api(http, server.url, user.key, "DELETE", "/session", params={"name": "plan"})
+    assert gone.status_code == 404
+
+
+def test_search_finds_by_meaning_with_the_local_model(local_server, local_runtime, http) -> None:
+    user = make_user(local_runtime)
+    save(
+        local_server.url, user.key, name="jwt", summary="Moved login to JSON web tokens with refresh rotation"
+    )
+    save(local_server.url, user.key, name="css", summary="Dark mode colours for the settings page")
+    found = check(
+        api(http, local_server.url, user.key, "GET", "/search", params={"q": "auth tokens"}), "/search"
+    )
+    assert found["results"][0]["name"] == "jwt"
+
+
+def test_handoffs_are_listed_with_their_state(server, runtime, http) -> None:
+    user = make_user(runtime)
+    save(server.url, user.key, name="h", summary="s", repo=REPO, handoff=True, client="cursor")
+    tool_result(server.url, user.key, "load_session", repo=REPO, accept=True, client="codex")
+    save(server.url, user.key, name="h2", summary="s", repo=REPO, to_client="gemini")
+    listed = check(api(http, server.url, user.key, "GET", "/handoffs", params={"repo": REPO}), "/handoffs")
+    states = {(h["name"], h["state"]) for h in listed["handoffs"]}
+    assert states == {("h", "accepted"), ("h2", "open")}
+    only_open = check(
+        api(http, server.url, user.key, "GET", "/handoffs", params={"state": "open"}), "/handoffs"
+    )
+    assert [h["name"] for h in only_open["handoffs"]] == ["h2"]
+
+
+def test_export_then_import_into_another_user_is_idempotent(server, runtime, http) -> None:
+    source, target = make_user(runtime), make_user(runtime)
+    for i in range(3):
+        save(server.url, source.key, name="plan", summary=f"v{i}", repo=REPO)
+    save(server.url, source.key, name="notes", summary="n", repo=REPO, handoff=True)
+    exported = check(api(http, server.url, source.key, "GET", "/export"), "/export")
+    assert exported[0] == {"format": portability.FORMAT} and len(exported) == 3
+    body = "\n".join(json.dumps(line) for line in exported).encode()
+    headers = {"Content-Type": "application/x-ndjson"}
+    first = check(
+        api(http, server.url, target.key, "POST", "/import", content=body, headers=headers), "/import", "post"
+    )
+    assert (first["sessions"], first["versions_added"], first["problems"]) == (2, 4, [])
+    again = check(
+        api(http, server.url, target.key, "POST", "/import", content=body, headers=headers), "/import", "post"
+    )
+    assert (again["versions_added"], again["versions_already_there"]) == (0, 4)
+    moved = check(
+        api(http, server.url, target.key, "GET", "/session/versions", params={"name": "plan"}),
+        "/session/versions",
+    )
+    assert [v["record"]["summary"] for v in moved["versions"]] == ["v0", "v1", "v2"]
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer sv_live_" + "x" * 32, "Basic abc"])
+def test_every_auth_failure_is_the_mcp_endpoints_identical_401(server, http, authorization) -> None:
+    base = server.url.removesuffix("/mcp")
+    headers = {"Authorization": authorization} if authorization else {}
+    api_reply = http.get(f"{base}/api/v1/sessions", headers=headers)
+    mcp_reply = http.post(server.url, headers={**headers, "Content-Type": "application/json"}, content=b"{}")
+    assert api_reply.status_code == mcp_reply.status_code == 401
+    assert api_reply.content == mcp_reply.content
+    assert api_reply.headers["www-authenticate"] == mcp_reply.headers["www-authenticate"]
+
+
+def test_an_import_needs_write_and_ndjson(server, runtime, http) -> None:
+    reader = make_user(runtime, scopes=("read",))
+    refused = api(
+        http,
+        server.url,
+        reader.key,
+        "POST",
+        "/import",
+        content=b"{}",
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert refused.status_code == 403
+    writer = make_user(runtime)
+    wrong_type = api(
+        http, server.url, writer.key, "POST", "/import", content=b"{}", headers={"Content-Type": "text/plain"}
+    )
+    assert wrong_type.status_code == 415
+    not_export = api(
+        http,
+        server.url,
+        writer.key,
+        "POST",
+        "/import",
+        content=b"{}",
+        headers={"Content-Type": "application/x-ndjson"},
+    )
+    assert (
+        not_export.status_code == 400 and "not a SessionVault export" in not_export.json()["error"]["message"]
+    )
+
+
+def test_an_unknown_path_or_method_is_a_json_error(server, runtime, http) -> None:
+    user = make_user(runtime)
+    assert api(http, server.url, user.key, "GET", "/nothing").status_code == 404
+    wrong = api(http, server.url, user.key, "PUT", "/sessions")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET"
