@@ -29,7 +29,9 @@ def codex(env: Env) -> str:
 
 
 def app_server(env: Env, key: str | None, method: str, params: dict[str, Any]) -> Any:
-    """The result of one request to a real `codex app-server` (after its handshake)."""
+    """The result of one request to a real `codex app-server` (after its handshake). The raw pipe
+    is read with os.read: select() on a buffered text pipe misses a reply that arrived in the
+    same read as an earlier line (1 call in ~25 then waited 90 s)."""
     proc = subprocess.Popen(
         [codex(env), "app-server"],
         cwd=env.project,
@@ -37,36 +39,41 @@ def app_server(env: Env, key: str | None, method: str, params: dict[str, Any]) -
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        text=True,
         start_new_session=True,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    seen: list[str] = []
+    stdin, fd = proc.stdin, proc.stdout.fileno()
+    pending, seen = b"", list[str]()
 
     def send(message: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(message) + "\n")
-        proc.stdin.flush()
+        stdin.write(json.dumps(message).encode() + b"\n")
+        stdin.flush()
 
     def reply(request_id: int) -> Any:
+        nonlocal pending
         deadline = time.monotonic() + CLI_TIMEOUT_S
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([proc.stdout], [], [], 0.5)
-            if not ready:
-                continue
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            assert line, f"codex app-server exited; it said: {seen}"
-            seen.append(line)
-            message = json.loads(line)
-            if message.get("id") == request_id:
-                assert "error" not in message, message
-                return message["result"]
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                seen.append(line.decode())
+                message = json.loads(line) if line.strip() else {}
+                if message.get("id") == request_id:
+                    assert "error" not in message, message
+                    return message["result"]
+            if select.select([fd], [], [], 0.5)[0]:
+                chunk = os.read(fd, 1 << 16)
+                assert chunk, f"codex app-server exited; it said: {seen}"
+                pending += chunk
         raise AssertionError(f"no reply to request {request_id} in {CLI_TIMEOUT_S}s; it said: {seen}")
 
     try:
-        client_info = {"name": "sessionvault-tests", "version": "0"}
-        send({"id": 1, "method": "initialize", "params": {"clientInfo": client_info}})
+        send(
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {"clientInfo": {"name": "sessionvault-tests", "version": "0"}},
+            }
+        )
         reply(1)
         send({"method": "initialized"})
         send({"id": 2, "method": method, "params": params})

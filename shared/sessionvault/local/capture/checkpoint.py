@@ -31,12 +31,14 @@ ASK_CHARS = 600  # the latest request, as it leads the summary
 def build(
     transcript: Transcript, *, repo: str, branch: str | None, commit: str | None
 ) -> dict[str, Any] | None:
-    """save_session arguments for `transcript`; None when there is nothing to hand over
-    (a session that never got a request or a reply)."""
+    """save_session arguments for `transcript`; None when there is nothing to hand over: no
+    reply, task, file or failure yet (a bare request, say a run whose model never answered,
+    must not become the newest checkpoint of the repo and hide real work)."""
     asks = [a.strip() for a in transcript.asks if a.strip()]
-    summary = _summary(transcript, asks)
-    if not summary:
+    worked = transcript.last_message.strip() or transcript.compact_summary.strip()
+    if not (worked or transcript.todos or transcript.files or transcript.failures):
         return None
+    summary = _summary(transcript, asks)
     tasks = list(transcript.todos.items())
     args: dict[str, Any] = {
         "name": _name(transcript),
