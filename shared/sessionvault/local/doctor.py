@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import command, hooks, rpc, target
+from sessionvault.local.capture.spool import Spool
 from sessionvault.local.connect import files, registry
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
 
@@ -207,6 +208,7 @@ def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
                 out.extend(
                     check_command(hooks.hook_argv(line), HOOK_PROBE, f"{spec.title}: the hook command", fix)
                 )
+            out.extend(_checkpoint_hooks(name, spec.title, spec.end_events, home=home, cwd=cwd))
         elif name in configured:
             out.append(
                 Check(
@@ -218,6 +220,30 @@ def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
     return out
 
 
+def _checkpoint_hooks(
+    name: str, title: str, events: Mapping[str, object], *, home: Path, cwd: Path
+) -> list[Check]:
+    """Whether the end-of-work hooks that save automatic checkpoints are there (a tip if not)."""
+    if not events:
+        return []
+    have = hooks.checkpoint_events(name, home=home, cwd=cwd)
+    if set(have) == set(events):
+        return [Check(True, f"{title}: automatic checkpoints on {', '.join(have)}")]
+    return [
+        Check(None, f"{title}: no automatic checkpoints when work ends (sessionvault connect {name} --hooks)")
+    ]
+
+
+def check_spool(state: Path) -> list[Check]:
+    """Checkpoints saved on this machine but not yet on the server (it was unreachable)."""
+    waiting = len(list(Spool(state).entries()))
+    if not waiting:
+        return []
+    return [
+        Check(None, f"{waiting} automatic checkpoint(s) waiting in {state / 'spool'}: sent by the next hook")
+    ]
+
+
 def run_checks(
     url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
 ) -> list[Check]:
@@ -225,7 +251,8 @@ def run_checks(
     found = target.default_key(env, target.state_folder(env, home), url)
     out = [server, *check_key(url, found, reachable=server.ok is True, timeout=timeout)]
     client_checks, configured = check_clients(url, home=home, cwd=cwd)
-    return out + client_checks + check_hooks(configured, home=home, cwd=cwd)
+    spooled = check_spool(target.state_folder(env, home))
+    return out + client_checks + check_hooks(configured, home=home, cwd=cwd) + spooled
 
 
 def run(
