@@ -91,6 +91,10 @@ class Settings:
     public_url: str = ""
     oauth_registrations_per_hour: int = 100  # dynamic client registrations, server-wide
     oauth_registrations_per_address: int = 10  # ... and per caller address (salted hash)
+    # Client ID Metadata Documents: an https client_id is fetched (server/cimd.py). Clients that
+    # support them (Claude Code, Codex) use them instead of registering once this is advertised,
+    # so a server that cannot reach the internet must turn it off for them to register instead.
+    oauth_client_documents: bool = True
 
     @classmethod
     def from_env(
@@ -123,6 +127,7 @@ class Settings:
             "public_url": env.get("SESSIONVAULT_PUBLIC_URL", "").strip().rstrip("/"),
             "oauth_registrations_per_hour": _int(env, "SESSIONVAULT_OAUTH_REGISTRATIONS_PER_HOUR", 100),
             "oauth_registrations_per_address": _int(env, "SESSIONVAULT_OAUTH_REGISTRATIONS_PER_ADDRESS", 10),
+            "oauth_client_documents": _flag(env, "SESSIONVAULT_OAUTH_CLIENT_DOCUMENTS", True),
         }
         if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
             values["master_key_file"] = Path(env["SESSIONVAULT_MASTER_KEY_FILE"])

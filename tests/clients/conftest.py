@@ -26,9 +26,27 @@ import pytest
 from sessionvault import names
 from sessionvault.local import rpc
 from sessionvault.local.repo import current_repo
+from sessionvault.runtime import Runtime, open_runtime
 
-from ..conftest import free_port
+from ..conftest import ServerThread, free_port, make_settings
 from ..support.model_recorder import ModelRecorder
+
+
+@pytest.fixture(scope="session")
+def runtime(pg) -> Iterator[Runtime]:
+    """The shared runtime, without Client ID Metadata Documents: Claude Code and Codex use them
+    when a server advertises them, and this machine cannot fetch theirs (claude.ai, chatgpt.com:
+    no internet here), so their OAuth logins here go through registration, as before."""
+    rt = open_runtime(make_settings(pg, oauth_client_documents=False))
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="session")
+def server(runtime: Runtime) -> Iterator[ServerThread]:
+    with ServerThread(runtime) as thread:
+        yield thread
+
 
 BIN_ENV = "SESSIONVAULT_CLIENTS_BIN"
 # The versions `make clients-test` installs (keep in step with the Makefile and docs/clients.md).

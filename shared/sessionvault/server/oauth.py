@@ -77,8 +77,9 @@ def base_url(settings: Settings, headers: Mapping[str, str]) -> str:
 
 
 @lru_cache(maxsize=32)
-def _documents(base: str) -> tuple[bytes, bytes]:
-    """(authorization-server metadata, protected-resource metadata) for `base`, as JSON."""
+def _documents(base: str, client_documents: bool) -> tuple[bytes, bytes]:
+    """(authorization-server metadata, protected-resource metadata) for `base`, as JSON;
+    `client_documents`: whether Client ID Metadata Documents are taken (and so advertised)."""
     issuer = _Url(url=base).url  # type: ignore[arg-type]
     metadata = build_metadata(
         issuer,
@@ -91,7 +92,7 @@ def _documents(base: str) -> tuple[bytes, bytes]:
     # RFC 9207: every redirect back to a client names the issuer (Gemini CLI requires it).
     metadata.authorization_response_iss_parameter_supported = True
     # MCP authorization 2025-11-25: an https client_id names its metadata document (server/cimd.py).
-    metadata.client_id_metadata_document_supported = True
+    metadata.client_id_metadata_document_supported = client_documents
     resource = ProtectedResourceMetadata(
         resource=_Url(url=oauth.resource_url(base)).url,  # type: ignore[arg-type]
         authorization_servers=[issuer],
@@ -253,7 +254,9 @@ class OAuthServer:
 
     def __init__(self, rt: Runtime, fetcher: cimd.Fetcher | None = None) -> None:
         self.rt = rt
-        self.fetcher = fetcher if fetcher is not None else cimd.Fetcher()
+        if fetcher is None and rt.settings.oauth_client_documents:
+            fetcher = cimd.Fetcher()
+        self.fetcher = fetcher  # None: no metadata documents (settings.oauth_client_documents)
 
     def serves(self, path: str, base: str) -> bool:
         return path in ENDPOINTS or path in well_known_paths(base)
@@ -265,7 +268,7 @@ class OAuthServer:
             log.tool = "oauth/metadata"
             if method != "GET":
                 raise Refused(405, b'{"error": "method not allowed"}', "validation", {"Allow": "GET"})
-            body = _documents(base)[documents[path]]
+            body = _documents(base, self.fetcher is not None)[documents[path]]
             response: Response = Response(
                 body, media_type="application/json", headers={"Cache-Control": "max-age=3600"}
             )

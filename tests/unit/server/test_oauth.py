@@ -71,7 +71,7 @@ def test_open_registration_refuses_what_it_should_not_store(values):
 
 
 def test_the_metadata_documents_name_this_server_without_a_trailing_slash():
-    issuer_doc, resource_doc = (json.loads(d) for d in server._documents("https://vault.example.com"))
+    issuer_doc, resource_doc = (json.loads(d) for d in server._documents("https://vault.example.com", True))
     assert issuer_doc["issuer"] == "https://vault.example.com"
     assert issuer_doc["token_endpoint_auth_methods_supported"] == [
         "none",
@@ -143,3 +143,16 @@ def test_the_consent_page_names_where_a_metadata_document_client_describes_itsel
 )
 def test_basic_credentials_are_read_as_rfc_6749_encodes_them(header, expected):
     assert oauth_provider.basic_credentials(header) == expected
+
+
+def test_metadata_documents_are_advertised_only_when_taken() -> None:
+    """Claude Code and Codex switch to a metadata document once it is advertised: a server
+    that cannot fetch them (SESSIONVAULT_OAUTH_CLIENT_DOCUMENTS=off) must not say it takes them."""
+    import json
+
+    from sessionvault.server.oauth import _documents
+
+    on, _ = _documents("https://vault.example.com", True)
+    off, _ = _documents("https://vault.example.com", False)
+    assert json.loads(on)["client_id_metadata_document_supported"] is True
+    assert json.loads(off)["client_id_metadata_document_supported"] is False
