@@ -1,24 +1,37 @@
 """`sessionvault capture on|off|status` (automatic checkpoints for the repo here) and
-`sessionvault import <client>` (the same checkpoint, on demand, from a client's own session
-files, for a user who did not have the hook installed)."""
+`sessionvault import SOURCE`: from a client id, the same checkpoint on demand from the client's
+own session files (for a user who did not have the hook installed); from `ndjson`, a
+SessionVault export; from an importer (sessionvault.local.importers), another tool's data.
+
+The last two go through the HTTP API's idempotent /api/v1/import, not save_session: running
+an import again adds no version whose content the session already keeps (save_session only
+compares with the latest version), the server's dry run says what would be added, and one
+request takes a batch of sessions."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, cast
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import target
+from sessionvault.local import api_client, target
 from sessionvault.local.capture import switch
 from sessionvault.local.capture.clients import READERS
 from sessionvault.local.capture.hook import SEND_TIMEOUT_S, checkpoint_args
 from sessionvault.local.capture.spool import Spool
 from sessionvault.local.repo import current_repo
 from sessionvault.local.rpc import require_safe_url
-from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+from sessionvault.names import KEY_ENV
+
+IMPORTERS_MODULE = "sessionvault.local.importers"
+# An importer: what PATH holds -> save_session arguments, oldest first per session name.
+Importer = Callable[[Path], list[dict[str, Any]]]
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,18 +44,33 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("state", choices=["on", "off", "status"])
     p.set_defaults(func=_run_capture)
 
+    from sessionvault.cli.sessions import connection_options
+
     i = subparsers.add_parser(
         "import",
-        help="save a checkpoint from a client's own session files (no model)",
-        description="Build the checkpoint an end-of-work hook would have saved, from the native "
-        "session files of CLIENT for the current folder, and save it (or print it with --dry-run).",
+        help="bring sessions in: a client's own session files, a SessionVault export, or another tool's data",
+        description="SOURCE is one of:\n"
+        f"  a client id ({', '.join(READERS)}): the checkpoint an end-of-work hook would have saved,\n"
+        "    built from that client's native session files for the current folder (no model);\n"
+        "  ndjson: a SessionVault export (`sessionvault export`), PATH a file or - for stdin;\n"
+        "    idempotent: the same content adds no version (docs/export.md);\n"
+        "  an importer's name (what PATH holds, from another tool: `sessionvault import list`\n"
+        "    names them), imported the same idempotent way.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[connection_options()],
     )
-    i.add_argument("client", choices=list(READERS), metavar="client", help=", ".join(READERS))
+    i.add_argument("source", metavar="SOURCE", help="a client id, ndjson, an importer's name, or list")
+    i.add_argument("path", nargs="?", default=None, metavar="PATH", help="ndjson and importers: what to read")
     which = i.add_mutually_exclusive_group()
-    which.add_argument("--session", default="", help="the client's session id (default: the newest here)")
-    which.add_argument("--latest", action="store_true", help="the newest session here (the default)")
-    i.add_argument("--dry-run", action="store_true", help="print what would be saved; save nothing")
-    i.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV}, else {DEFAULT_URL})")
+    which.add_argument("--session", default="", help="a client's session id (default: the newest here)")
+    which.add_argument("--latest", action="store_true", help="a client's newest session here (the default)")
+    i.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="save nothing: a client's checkpoint is printed; for ndjson and importers the server says"
+        " what it would add",
+    )
+    i.add_argument("--json", action="store_true", help="ndjson and importers: print the result as JSON")
     i.set_defaults(func=_run_import)
 
 
@@ -56,12 +84,31 @@ def _run_capture(args: argparse.Namespace) -> int:
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    reader, cwd = READERS[args.client], Path.cwd()
+    if args.source in READERS:
+        if args.path is not None or args.json:
+            raise ConfigError(f"{args.source} reads the client's own files: it takes no PATH and no --json")
+        return _import_client(args)
+    if args.session or args.latest:
+        raise ConfigError("--session and --latest are for a client id (" + ", ".join(READERS) + ")")
+    if args.source == "list":
+        print("\n".join(["ndjson", *sorted(_importers(args.source))]))
+        return 0
+    if args.source == "ndjson":
+        return _import_ndjson(args)
+    importers = _importers(args.source)
+    if args.source not in importers:
+        known = ", ".join([*READERS, "ndjson", *sorted(importers)])
+        raise ConfigError(f"no source {args.source!r}: give one of {known}")
+    return _import_with(args.source, importers[args.source], args)
+
+
+def _import_client(args: argparse.Namespace) -> int:
+    reader, cwd = READERS[args.source], Path.cwd()
     path = reader.locate(Path.home(), cwd, args.session)
     if path is None:
         which = f"session {args.session}" if args.session else "any session"
         raise ConfigError(
-            f"no {args.client} {which} found for {cwd}; see docs/clients.md for where it keeps them"
+            f"no {args.source} {which} found for {cwd}; see docs/clients.md for where it keeps them"
         )
     checkpoint = checkpoint_args(reader, path, cwd, args.session)
     if checkpoint is None:
@@ -72,9 +119,9 @@ def _run_import(args: argparse.Namespace) -> int:
     state = target.state_folder()
     url = args.url or target.default_url(os.environ, state)
     require_safe_url(url)
-    key, _ = target.default_key(os.environ, state, url)
+    key = args.key or target.default_key(os.environ, state, url)[0]
     if not key:
-        raise ConfigError(f"no API key: set {KEY_ENV} (see `sessionvault doctor`)")
+        raise ConfigError(f"no API key: give --key or set {KEY_ENV} (see `sessionvault doctor`)")
     spool = Spool(state)
     spool.put(checkpoint)
     _, left = spool.flush(url, key, SEND_TIMEOUT_S)
@@ -85,3 +132,92 @@ def _run_import(args: argparse.Namespace) -> int:
         f"saved {checkpoint['name']} ({len(checkpoint['files'])} files, {len(checkpoint['errors'])} errors)"
     )
     return 0
+
+
+def _import_ndjson(args: argparse.Namespace) -> int:
+    """A SessionVault export, from a file or stdin, POSTed to /api/v1/import in batches."""
+    if args.path is None:
+        raise ConfigError("ndjson needs PATH: the export file, or - to read it from stdin")
+    if args.path == "-":
+        if sys.stdin.isatty():
+            raise ConfigError(
+                "PATH is - but stdin is a terminal: pipe an export in (sessionvault export | ...)"
+            )
+        return _send(args, sys.stdin.buffer, "stdin")
+    try:
+        with open(args.path, "rb") as f:
+            return _send(args, f, args.path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {args.path}: {exc.strerror or exc}") from None
+
+
+def _importers(source: str) -> dict[str, Importer]:
+    """sessionvault.local.importers.IMPORTERS, imported only when a command needs it (and
+    perhaps not there: this installation may have none)."""
+    try:
+        module = importlib.import_module(IMPORTERS_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != IMPORTERS_MODULE:
+            raise  # an importer's own dependency is missing: that is a bug to see
+        module = None
+    found = getattr(module, "IMPORTERS", None)
+    if isinstance(found, dict):
+        return cast(dict[str, Importer], dict(found))
+    if source == "list":
+        return {}
+    known = ", ".join([*READERS, "ndjson"])
+    raise ConfigError(
+        f"no source {source!r}: this installation has no importers of other tools' data; give one of {known}"
+    )
+
+
+def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int:
+    """Another tool's data: the importer's save_session arguments, with secrets scrubbed here
+    as a hook's checkpoint is (so the server's own redaction changes nothing and the same data
+    imported again matches what is stored), sent as an export: one idempotent /import per
+    batch, a session's versions in the order the importer gave them."""
+    from sessionvault.core.portability import FORMAT
+    from sessionvault.core.redact import scrub
+
+    if args.path is None:
+        raise ConfigError(f"{name} needs PATH: what to read")
+    path = Path(args.path).expanduser()
+    if not path.exists():
+        raise ConfigError(f"{path} does not exist")
+    try:
+        records = importer(path)
+    except OSError as exc:
+        raise ConfigError(f"{name} cannot read {path}: {exc.strerror or exc}") from None
+    if not records:
+        print(f"{name} found nothing to import in {path}", file=sys.stderr)
+        return 0
+    clean = [scrub(record)[0] for record in records]
+    print(f"{name}: {len(clean)} record(s) from {path}", file=sys.stderr)
+    return _send(args, api_client.as_export(clean, FORMAT), str(path))
+
+
+def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
+    from sessionvault.cli.sessions import api_for
+    from sessionvault.core.portability import FORMAT
+
+    api = api_for(args.url, args.key)
+    done = api_client.import_lines(
+        api,
+        lines,
+        format_name=FORMAT,
+        dry_run=args.dry_run,
+        waiting=lambda message: print(message, file=sys.stderr, flush=True),
+    )
+    if args.json:
+        print(json.dumps({**done.as_dict(), "dry_run": args.dry_run}, indent=2, ensure_ascii=False))
+    else:
+        added = "would add" if args.dry_run else "added"
+        print(
+            f"{where}: {done.sessions} session(s), {done.versions_added} version(s) {added},"
+            f" {done.versions_already_there} already there" + ("; nothing was saved" if args.dry_run else "")
+        )
+    for problem in done.problems:
+        print(f"not imported: {problem}", file=sys.stderr)
+    if done.stopped:
+        print(f"sessionvault: {done.stopped}", file=sys.stderr)
+    return 1 if done.problems or done.stopped else 0
