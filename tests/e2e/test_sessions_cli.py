@@ -283,7 +283,8 @@ def test_export_ndjson_to_a_file_and_to_stdout(capsys, server, history, tmp_path
     assert stat.S_IMODE(out_file.stat().st_mode) == 0o600
     lines = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert lines[0] == {"format": portability.FORMAT}
-    assert {line["name"]: len(line["versions"]) for line in lines[1:]} == {"notes": 1, "auto/codex/s1": 3}
+    assert lines[-1] == {"end": True, "sessions": 2}
+    assert {line["name"]: len(line["versions"]) for line in lines[1:-1]} == {"notes": 1, "auto/codex/s1": 3}
     code, out, _ = sv(capsys, server, history.key, "export")
     assert out == out_file.read_text()
     assert list(tmp_path.glob(".*.part")) == []
@@ -332,7 +333,7 @@ def test_import_ndjson_is_idempotent_and_dry_run_saves_nothing(
         "versions_added": 0,
         "versions_already_there": 4,
         "problems": [],
-        "lines_done": 3,
+        "lines_done": 4,  # the header, two sessions and the end line
         "stopped": "",
         "dry_run": False,
     }

@@ -266,7 +266,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _checked(lines: Iterator[bytes], format_name: str) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    """Each line with its JSON; the first must be the export header."""
+    """Each line with its JSON; the first must be the export header and the last its end line
+    (`{"end": true, "sessions": N}`, N the sessions between): a stream cut short, even at a
+    line boundary, is an error, never a shorter export."""
+    sessions, ended = 0, False
     for number, raw in enumerate(lines, start=1):
         try:
             parsed = json.loads(raw)
@@ -274,14 +277,20 @@ def _checked(lines: Iterator[bytes], format_name: str) -> Iterator[tuple[bytes, 
             raise client.Unavailable(f"line {number} of the export is not JSON: export again") from None
         if number == 1 and (not isinstance(parsed, dict) or parsed.get("format") != format_name):
             raise ConfigError(f"the server's export is not {format_name}: is it a SessionVault server?")
+        ended = isinstance(parsed, dict) and parsed.get("end") is True
+        if ended and parsed.get("sessions") != sessions:
+            raise client.Unavailable("the export's end line does not match what came before it: export again")
+        sessions += number > 1 and not ended
         yield raw, parsed
+    if not ended:
+        raise client.Unavailable("the export stopped before its end line: export again")
 
 
 def _copy(lines: Iterable[tuple[bytes, dict[str, Any]]], sink: IO[bytes]) -> tuple[int, int]:
     sessions = versions = 0
-    for number, (raw, parsed) in enumerate(lines, start=1):
+    for raw, parsed in lines:
         sink.write(raw)
-        if number > 1:
+        if "versions" in parsed:  # a session line (not the header or the end line)
             sessions += 1
             versions += len(parsed.get("versions") or [])
     return sessions, versions
@@ -329,8 +338,8 @@ def write_markdown(folder: Path, lines: Iterable[tuple[bytes, dict[str, Any]]]) 
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     used, index = {INDEX}, []
     versions = 0
-    for number, (_, session) in enumerate(lines, start=1):
-        if number == 1:
+    for _, session in lines:
+        if "versions" not in session:  # the header, or the end line
             continue
         file = markdown_file(str(session.get("name", "")), used)
         _write_new(folder / file, diff.markdown(session))

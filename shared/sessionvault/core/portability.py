@@ -1,7 +1,8 @@
 """Taking one's sessions out whole, and bringing them in: the NDJSON export format.
 
-One JSON object a line. The first line is the header `{"format": "sessionvault-export/1", ...}`;
-every other line is one session with every version still kept, oldest first:
+One JSON object a line. The first line is the header `{"format": "sessionvault-export/1", ...}`,
+the last `{"end": true, "sessions": N}` (so a stream cut at a line boundary is told from a whole
+one); every line between is one session with every version still kept, oldest first:
 
     {"name": ..., "repo": ..., "versions": [{"version": 1, "saved_at": ..., "record": {...},
       "handoff": {"state": "accepted", ...} | absent}, ...]}
@@ -41,12 +42,14 @@ def export_lines(vault: Vault, who: Principal) -> Iterator[dict[str, Any]]:
     first (decrypted one session at a time: memory is one session's, not the account's)."""
     yield {"format": FORMAT}
     dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
-    cursor = None
+    cursor, count = None, 0
     while True:
         rows = store.page(vault.db, who.user_id, "", PAGE + 1, cursor)
         for row in rows[:PAGE]:
             yield _session(vault, who.user_id, dek, row["name"])
+            count += 1
         if len(rows) <= PAGE:
+            yield {"end": True, "sessions": count}
             return
         cursor = (rows[PAGE - 1]["updated_at"], str(rows[PAGE - 1]["id"]))
 
@@ -112,6 +115,8 @@ def import_lines(
         raise ValidationFailed(f'not a SessionVault export: the first line must be {{"format": "{FORMAT}"}}')
     dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
     for number, line in enumerate(it, start=2):
+        if isinstance(line, dict) and line.get("end") is True:
+            continue  # an export's last line; a batch of one may carry it or not
         try:
             _import_session(vault, who, dek, line, done, dry_run)
         except ValidationFailed as exc:
@@ -138,7 +143,7 @@ def _import_session(
         if not isinstance(record, dict):
             raise ValidationFailed("a version needs a record")
         args = parse(SaveArgs, {**{k: record[k] for k in SAVED_FIELDS if k in record}, "name": line["name"]})
-        key = _content(args.model_dump(mode="json"))
+        key = _content(_as_stored(vault, args))
         if key in present:
             done.versions_present += 1
             continue
@@ -146,6 +151,17 @@ def _import_session(
             vault.save(who, args)
         present.add(key)
         done.versions_added += 1
+
+
+def _as_stored(vault: Vault, args: SaveArgs) -> dict[str, Any]:
+    """The record a save of `args` would store (redacted as the vault redacts), so that content
+    holding a secret matches its stored, redacted version on a second import."""
+    record = args.model_dump(mode="json")
+    if vault.redact:
+        from sessionvault.core.redact import scrub  # detect-secrets: only when importing
+
+        record, _ = scrub(record)
+    return record
 
 
 def _content(record: dict[str, Any]) -> str:
