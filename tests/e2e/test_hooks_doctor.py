@@ -142,7 +142,9 @@ def test_doctor_passes_only_with_a_client_pointing_at_this_server(server, user, 
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 0, out
     assert "✓ Gemini CLI: session-start hook installed in ~/.gemini/settings.json" in out
-    assert "· Gemini CLI: no automatic checkpoints when work ends (sessionvault connect gemini --hooks)" in out
+    assert (
+        "· Gemini CLI: no automatic checkpoints when work ends (sessionvault connect gemini --hooks)" in out
+    )
     hooks.install_checkpoint_hooks("gemini", home=home, cwd=cwd)
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 0 and "✓ Gemini CLI: automatic checkpoints on AfterAgent, SessionEnd" in out, out
