@@ -542,6 +542,7 @@ def test_http_api_routes(template):
     from sessionvault.core import oauth as rules
     from sessionvault.server import api
     from sessionvault.server.oauth import ENDPOINTS
+    from sessionvault.server.web import views as web
 
     # Every path the app answers reaches it: a route missing here is a 404 from API Gateway.
     served = {("POST", "/mcp"), ("GET", "/mcp"), ("DELETE", "/mcp"), ("HEAD", "/mcp"), ("GET", "/health")}
@@ -550,6 +551,7 @@ def test_http_api_routes(template):
     served |= {("GET", rules.PROTECTED_RESOURCE_PATH), ("GET", rules.PROTECTED_RESOURCE_PATH + "/mcp")}
     served.add(("GET", rules.AUTHORIZATION_SERVER_PATH))
     served |= {(method, api.PREFIX + path) for method, path in api.ROUTES}
+    served |= set(web.ROUTES)
     assert routes == served
     timeout = fn_props(template, "McpFunction")["Timeout"]
     assert timeout < 30, "API Gateway gives up after 30 s"

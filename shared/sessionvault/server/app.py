@@ -35,7 +35,9 @@ from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
 from sessionvault.core import oauth as oauth_core
+from sessionvault.core.vault import Principal
 from sessionvault.db import audit
+from sessionvault.db.admission import Budget
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import api, auth, guard
@@ -56,6 +58,7 @@ from sessionvault.server.edge import (
 )
 from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
 from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call
+from sessionvault.server.web import views as web
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
 INTERNAL = json.dumps({"error": "internal error"}).encode()
@@ -100,6 +103,7 @@ class SessionVaultApp:
         self.oauth = oauth_server.OAuthServer(runtime)
         self.api = api.Api(runtime.vault)
         self.consent = Consent(runtime, self.failures)
+        self.web = web.Web(runtime, self.failures)
         self.prefix = oauth_core.base_path(settings.public_url)  # '' unless under a path
         # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
         # behind API Gateway the Host is the API's domain) is kept, with the same lists.
@@ -170,6 +174,9 @@ class SessionVaultApp:
         if path.startswith(api.PREFIX + "/"):
             await self._serve_api(scope, receive, send, headers, log, path.removeprefix(api.PREFIX))
             return
+        if web.serves(path):
+            await self._serve_web(scope, receive, send, headers, log, path)
+            return
         if path != "/mcp":
             await self._serve_oauth(scope, receive, send, headers, log, path)
             return
@@ -185,15 +192,7 @@ class SessionVaultApp:
         self._check_edge(headers, log)
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
-        authorization = headers.get("authorization")
-        base = oauth_server.base_url(self.rt.settings, headers)
-        try:
-            who = await anyio.to_thread.run_sync(
-                auth.admit, self.rt, authorization, budget_of(payload), log, base
-            )
-        except DB_ERRORS as exc:
-            log.failure = type(exc).__name__
-            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        who = await self._admit(headers, budget_of(payload), log)
         state = CallState(principal=who)
         token = current_call.set(state)
         try:
@@ -239,18 +238,39 @@ class SessionVaultApp:
             if check is not None:
                 log.edge_check = check
                 raise guard.refusal(check, api.BODY_TYPE)
-        base = oauth_server.base_url(self.rt.settings, headers)
-        try:
-            who = await anyio.to_thread.run_sync(
-                auth.admit, self.rt, headers.get("authorization"), "tool", log, base
-            )
-        except DB_ERRORS as exc:
-            log.failure = type(exc).__name__
-            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        who = await self._admit(headers, "tool", log)
         answer = _Answer(send)
         failed = await self.api.handle(route, who, scope, receive, answer)
         log.error_class = failed or None
         log.status = answer.status
+
+    async def _serve_web(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        headers: dict[str, str],
+        log: telemetry.RequestLog,
+        path: str,
+    ) -> None:
+        """The web view (`server/web/`): the Host check first, as everywhere; its forms' Origin,
+        Content-Type and CSRF checks, and the admission of its session cookie, are its own."""
+        self._check_host(headers, log)
+        base = oauth_server.base_url(self.rt.settings, headers)
+        await self.web.handle({**scope, "path": path}, receive, send, base, log, path)
+
+    async def _admit(self, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog) -> Principal:
+        """The one admission statement, off the event loop; a database that cannot answer is a
+        503 (try again), never a 401 or a 500."""
+        base = oauth_server.base_url(self.rt.settings, headers)
+        try:
+            who: Principal = await anyio.to_thread.run_sync(
+                auth.admit, self.rt, headers.get("authorization"), budget, log, base
+            )
+        except DB_ERRORS as exc:
+            log.failure = type(exc).__name__
+            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+        return who
 
     def _path(self, scope: Scope) -> str:
         """The request's path without a trailing slash, and without the public URL's path when

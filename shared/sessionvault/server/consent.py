@@ -45,7 +45,7 @@ def page_headers(redirect_uri: str | None = None) -> dict[str, str]:
     """The page's headers. A browser applies `form-action` to the redirect that follows the
     form's POST too, so the pending request's redirect origin is allowed beside 'self'
     (redirect URIs are https or loopback http: always an origin)."""
-    target = f" {_origin(redirect_uri)}" if redirect_uri else ""
+    target = f" {origin_of(redirect_uri)}" if redirect_uri else ""
     policy = (
         f"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'{target};"
         " frame-ancestors 'none'; base-uri 'none'"
@@ -162,7 +162,7 @@ class Consent:
     async def _post(self, scope: Scope, receive: Receive, send: Send, base: str, log: RequestLog) -> None:
         headers = Request(scope).headers
         origin = headers.get("origin")
-        if origin and origin != _origin(base):
+        if origin and origin != origin_of(base):
             log.edge_check = "origin"
             raise Refused(403, b'{"error": "invalid Origin header"}', "auth")
         if self.failures is not None and (wait := self.failures.retry_after(log.ip)):
@@ -220,6 +220,7 @@ class Consent:
         await _html(send, 400, error_page(UNKNOWN))
 
 
-def _origin(base: str) -> str:
+def origin_of(base: str) -> str:
+    """The origin (scheme://host[:port]) of a URL: what a same-origin browser request's Origin is."""
     parts = urlsplit(base)
     return f"{parts.scheme}://{parts.netloc}"

@@ -1,6 +1,8 @@
 """Sessions as MCP resources, so clients with @-mentions can attach one to a conversation:
 resources/list (the most recent sessions), the template `sessionvault://sessions/{name}`, and
-resources/read (the session as load_session returns it, framed as notes).
+resources/read (the session as load_session returns it, framed as notes). Also the handoff view
+of the MCP Apps extension (`server/web/app_view.py`): read by its `ui://` URI, and listed for
+hosts that declare the extension (for every other host resources/list is as it was).
 
 Same rules as the tools: the tenant comes only from the API key (the CallState the HTTP layer
 set), reading needs the `read` scope, and the request is audited under its method's name."""
@@ -18,7 +20,8 @@ from mcp.shared.exceptions import MCPError
 from sessionvault.core import framing, records
 from sessionvault.core.vault import Principal, Vault
 from sessionvault.errors import VaultError
-from sessionvault.server.tools import current_call
+from sessionvault.server.tools import apps_declared, current_call
+from sessionvault.server.web import app_view
 
 SCHEME = "sessionvault://sessions/"
 TEMPLATE = SCHEME + "{name}"
@@ -67,6 +70,16 @@ async def _run(method: str, fn: Any, *args: Any) -> Any:
         raise MCPError(INTERNAL, "the database could not complete this request; try again") from None
 
 
+def _app_resource() -> types.Resource:
+    return types.Resource(
+        uri=app_view.URI,
+        name=app_view.NAME,
+        description=app_view.DESCRIPTION,
+        mime_type=app_view.MIME,
+        _meta=app_view.resource_meta(),
+    )
+
+
 def build(vault: Vault) -> dict[str, Any]:
     """The handlers, as keyword arguments for the SDK's lowlevel Server."""
 
@@ -84,6 +97,8 @@ def build(vault: Vault) -> dict[str, Any]:
             )
             for entry in listing["sessions"]
         ]
+        if apps_declared(ctx):
+            resources.append(_app_resource())
         return types.ListResourcesResult(resources=resources)
 
     async def on_list_resource_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
@@ -102,6 +117,11 @@ def build(vault: Vault) -> dict[str, Any]:
         if who is None:
             raise MCPError(INVALID_PARAMS, "this API key lacks the 'read' scope that resources/read needs")
         uri = str(params.uri)
+        if uri == app_view.URI:  # static HTML, no saved data: the same for every caller
+            app = types.TextResourceContents(
+                uri=uri, mime_type=app_view.MIME, text=app_view.HTML, _meta=app_view.resource_meta()
+            )
+            return types.ReadResourceResult(contents=[app])
         try:
             args = records.parse(records.LoadArgs, {"name": name_of(uri)})
         except VaultError as exc:

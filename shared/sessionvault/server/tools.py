@@ -16,6 +16,7 @@ import anyio.to_thread
 import psycopg
 import psycopg.errors
 from mcp import types
+from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.lowlevel import Server
 
 import sessionvault
@@ -25,6 +26,7 @@ from sessionvault.core.vault import Principal, Vault
 from sessionvault.errors import ErrorClass, VaultError
 from sessionvault.server import prompts
 from sessionvault.server.schema import compact_schema
+from sessionvault.server.web import app_view
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +180,38 @@ def definitions() -> tuple[types.Tool, ...]:
     return tuple(spec.definition() for spec in TOOLS)
 
 
+# The MCP App (`server/web/app_view.py`): these tools' definitions and results link the handoff
+# view through `_meta.ui.resourceUri`, for hosts that declare the MCP Apps extension only. Every
+# other host gets exactly what it got before: the same definitions, the same result bytes.
+UI_TOOLS = frozenset({"load_session", "list_sessions"})
+
+
+def ui_meta() -> dict[str, Any]:
+    """The `_meta` entry that links the handoff view (a fresh dict: results do not share it)."""
+    return {"ui": {"resourceUri": app_view.URI}}
+
+
+def apps_declared(ctx: Any) -> bool:
+    """The caller declared the MCP Apps extension (`io.modelcontextprotocol/ui`, with its HTML
+    MIME type): in this request's `_meta` envelope (2026-07-28), or in the handshake of a
+    connection that kept one. A stateless 2025-era request carries no capabilities: False."""
+    try:
+        return client_supports_apps(ctx)
+    except AttributeError:  # a context without a session (a direct call, a test)
+        return False
+
+
+@cache
+def app_definitions() -> tuple[types.Tool, ...]:
+    """`definitions()`, with the UI link on the tools that show the handoff view."""
+    return tuple(
+        tool.model_copy(update={"meta": {**(tool.meta or {}), **ui_meta()}})
+        if tool.name in UI_TOOLS
+        else tool
+        for tool in definitions()
+    )
+
+
 def build_server(vault: Vault) -> Server:
     from sessionvault.server import resources  # it reads current_call from this module
 
@@ -185,14 +219,18 @@ def build_server(vault: Vault) -> Server:
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         allowed = current_call.get().principal.scopes  # only the tools this key may call
+        tools = app_definitions() if apps_declared(ctx) else definitions()
         return types.ListToolsResult(
-            tools=[t for t, s in zip(definitions(), TOOLS, strict=True) if s.scope in allowed]
+            tools=[t for t, s in zip(tools, TOOLS, strict=True) if s.scope in allowed]
         )
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await call_tool(vault, params.name, params.arguments)
+        result = await call_tool(vault, params.name, params.arguments)
+        if params.name in UI_TOOLS and not result.is_error and apps_declared(ctx):
+            result.meta = {**(result.meta or {}), **ui_meta()}
+        return result
 
-    return Server(
+    server = Server(
         "sessionvault",
         version=sessionvault.__version__,
         instructions=INSTRUCTIONS,
@@ -203,3 +241,5 @@ def build_server(vault: Vault) -> Server:
         on_get_prompt=prompts.on_get_prompt,
         **resources.build(vault),
     )
+    server.extensions[EXTENSION_ID] = {}  # advertised (SEP-2133); what it adds is per request
+    return server
