@@ -14,7 +14,7 @@ from sessionvault.errors import SessionVaultError
 
 
 def parser() -> argparse.ArgumentParser:
-    from sessionvault.cli import accounts, capture, clients, deploy, hook, server, sessions
+    from sessionvault.cli import accounts, backup, capture, clients, deploy, hook, server, sessions
 
     p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -23,6 +23,7 @@ def parser() -> argparse.ArgumentParser:
     clients.add_parsers(sub)
     hook.add_parsers(sub)
     capture.add_parsers(sub)
+    backup.add_parsers(sub)
     sessions.add_parsers(sub)
     deploy.add_parsers(sub)
     return p
