@@ -99,6 +99,10 @@ def make_settings(pg: embedded.Embedded, **overrides: object) -> Settings:
         # Every test registers from 127.0.0.1: the caps are tested on their own.
         "oauth_registrations_per_hour": 10_000,
         "oauth_registrations_per_address": 10_000,
+        # ... and fails authentication from 127.0.0.1 on purpose (identical 401s, bad cookies):
+        # the per-address limit is tested on its own servers (tests/e2e/test_edge_hardening.py),
+        # never decided by which tests happened to run before in the same minute.
+        "auth_failures_per_minute": 10**6,
     }
     values.update(overrides)
     return Settings.from_env({}, **values)

@@ -112,8 +112,10 @@ def test_a_ciphertext_moved_to_another_row_fails(runtime, pg, user):
         conn.execute("SELECT set_config('app.user_id', %s, false)", (user.id,))
         conn.execute(
             """UPDATE session_versions v SET nonce = src.nonce, ciphertext = src.ciphertext
-               FROM session_versions src JOIN sessions s ON s.id = src.session_id AND s.name = 'a'
-               WHERE v.session_id = (SELECT id FROM sessions WHERE name = 'b')"""
+               FROM session_versions src
+               JOIN sessions s ON s.id = src.session_id AND s.name = 'a' AND s.user_id = %(user)s
+               WHERE v.session_id = (SELECT id FROM sessions WHERE name = 'b' AND user_id = %(user)s)""",
+            {"user": user.id},  # the owner may be a superuser (no RLS): other tests' "b" stay out
         )
     with pytest.raises(DecryptionFailed):
         load(runtime.vault, user.principal, name="b")
