@@ -17,6 +17,7 @@ def parser() -> argparse.ArgumentParser:
     from sessionvault.cli import accounts, backup, capture, clients, deploy, hook, server, sessions
 
     p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
+    p.add_argument("--version", action="version", version=f"sessionvault {version()}")
     sub = p.add_subparsers(dest="command", required=True)
     server.add_parsers(sub)
     accounts.add_parsers(sub)
@@ -27,6 +28,18 @@ def parser() -> argparse.ArgumentParser:
     sessions.add_parsers(sub)
     deploy.add_parsers(sub)
     return p
+
+
+def version() -> str:
+    """The installed distribution's version, else the package's own (a source checkout)."""
+    from importlib import metadata
+
+    from sessionvault import __version__
+
+    try:
+        return metadata.version("sessionvault")
+    except metadata.PackageNotFoundError:
+        return __version__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from sessionvault.errors import ConfigError
+from sessionvault.local import statelock
+from sessionvault.local.statelock import StateLock
 from sessionvault.names import DEFAULT_HOST, DEFAULT_PORT, LOCAL_USER, PORT_ENV
 from sessionvault.settings import default_home
 
@@ -17,7 +22,38 @@ if TYPE_CHECKING:
     from sessionvault.local.target import Target
 
 
-def serve(t: Target, host: str, port: int) -> None:
+DB_CONNECT_TIMEOUT_S = 4  # per address tried: an unreachable database is named within 10 s
+
+
+def check_database(url: str, timeout_s: int = DB_CONNECT_TIMEOUT_S) -> None:
+    """Connect once before anything is printed: ConfigError naming the host and the reason
+    when the database cannot be reached (the pool would retry in the background forever)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"DATABASE_URL is not a valid connection string: {exc}") from None
+    host = str(params.get("host") or params.get("hostaddr") or "localhost")
+    where = f"{host}:{params.get('port') or 5432}" if not host.startswith("/") else host
+    try:
+        psycopg.connect(url, connect_timeout=timeout_s, autocommit=True).close()
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigError(f"cannot reach the database at {where}: {reason[:400]}") from None
+
+
+def serve(
+    t: Target,
+    host: str,
+    port: int,
+    *,
+    sock: socket.socket | None = None,
+    lock: StateLock | None = None,
+) -> None:
+    """Serve until stopped. `sock`: the port, bound already (`statelock.bind`); `lock`: the
+    state folder's, held already; both are released when the server stops."""
     import uvicorn
 
     from sessionvault.local import masterkey
@@ -30,18 +66,38 @@ def serve(t: Target, host: str, port: int) -> None:
     threading.Thread(target=rt.vault.embedder.embed, args=("warm up",), daemon=True).start()
     # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
     upkeep = Upkeep.for_target(t).start()
-    # Master-key rotation refuses while this marker names a live server.
-    claimed = masterkey.claim(t.home) if t.home else None
+    # The lock is what refuses a second server and a master-key rotation; server.pid is only
+    # written (after the lock was won) for `backup`, which records whether a server ran.
+    claimed = masterkey.claim(t.home) if t.home and lock else None
     print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
+    # No proxy in front of a local server: X-Forwarded-For must not pick the client address
+    # that failed authentications are counted by.
+    options: dict[str, Any] = {"log_level": "warning", "proxy_headers": False}
     try:
-        # No proxy in front of a local server: X-Forwarded-For must not pick the client address
-        # that failed authentications are counted by.
-        uvicorn.run(SessionVaultApp(rt), host=host, port=port, log_level="warning", proxy_headers=False)
+        app = SessionVaultApp(rt)
+        if sock is None:
+            uvicorn.run(app, host=host, port=port, **options)
+        else:
+            uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
     finally:
         upkeep.stop()
         rt.close()
+        if sock is not None:
+            sock.close()
         if claimed:
             claimed.unlink(missing_ok=True)
+        if lock is not None:
+            lock.release()
+
+
+def _claim(home: Path | None, host: str, port: int) -> tuple[socket.socket, StateLock | None]:
+    """The port, then the state folder (when there is one): refused before anything is printed."""
+    sock = statelock.bind(host, port)
+    try:
+        return sock, statelock.acquire(home) if home is not None else None
+    except BaseException:
+        sock.close()
+        raise
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -49,28 +105,45 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from sessionvault.local.connect.registry import quickstart
 
     home = default_home()
-    print(f"Starting the embedded PostgreSQL in {home} ...", flush=True)
-    t = target.embedded_target(home)
-    print(f"State folder: {home}  (database, master key, audit salt; delete it to start over)")
-    print(f"Embeddings: {t.settings.embeddings}")
-    url = f"http://{args.host}:{args.port}/mcp"
-    with target.admin_runtime(t) as rt:
-        key = target.ensure_user(rt, LOCAL_USER, "make dev")
-    if key:
-        print("\nYour API key (shown once; store it, e.g. export SESSIONVAULT_API_KEY=...):")
-        print(f"\n  {key}\n")
-    else:
-        print("\nUsing the existing local user; its key was shown on the first run.")
-        print("Lost it? sessionvault key create --label laptop")
-    print(quickstart(url, key), "\n", flush=True)
-    serve(t, args.host, args.port)
+    sock, lock = _claim(home, args.host, args.port)
+    try:
+        print(f"Starting the embedded PostgreSQL in {home} ...", flush=True)
+        t = target.embedded_target(home)
+        print(f"State folder: {home}  (database, master key, audit salt; delete it to start over)")
+        print(f"Embeddings: {t.settings.embeddings}")
+        url = f"http://{args.host}:{args.port}/mcp"
+        with target.admin_runtime(t) as rt:
+            key = target.ensure_user(rt, LOCAL_USER, "make dev")
+        if key:
+            print("\nYour API key (shown once; store it, e.g. export SESSIONVAULT_API_KEY=...):")
+            print(f"\n  {key}\n")
+        else:
+            print("\nUsing the existing local user; its key was shown on the first run.")
+            print("Lost it? sessionvault key create --label laptop")
+        print(quickstart(url, key), "\n", flush=True)
+    except BaseException:
+        sock.close()
+        if lock is not None:
+            lock.release()
+        raise
+    serve(t, args.host, args.port, sock=sock, lock=lock)
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from sessionvault.local import target
 
-    serve(target.current(), args.host, args.port)
+    external = bool(os.environ.get("DATABASE_URL"))
+    sock, lock = _claim(None if external else default_home(), args.host, args.port)
+    try:
+        t = target.current()
+        check_database(t.settings.database_url)
+    except BaseException:
+        sock.close()
+        if lock is not None:
+            lock.release()
+        raise
+    serve(t, args.host, args.port, sock=sock, lock=lock)
     return 0
 
 
@@ -88,6 +161,8 @@ def cmd_rotate_master_key(args: argparse.Namespace) -> int:
     from sessionvault.local import masterkey, target
 
     home = default_home()
+    # Refused while a server holds the folder: it keeps the old key and would fail every request.
+    statelock.refuse_if_held(home, "rotating the master key")
     with target.admin_runtime(target.embedded_target(home)) as rt:
         result = masterkey.rotate(rt, home)
     retired = result.pop("retired", None)
@@ -99,6 +174,22 @@ def cmd_rotate_master_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_service(args: argparse.Namespace) -> int:
+    from sessionvault.local import service
+
+    s = service.build(port=getattr(args, "port", None), platform=args.platform)
+    if args.action == "install":
+        if args.print:
+            print(s.text(), end="")
+            return 0
+        return service.install(s)
+    if args.action == "uninstall":
+        return service.uninstall(s)
+    if args.action == "status":
+        return service.status(s)
+    return service.logs(s, follow=args.follow, lines=args.lines)
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, fn, help_ in (
         ("dev", cmd_dev, "embedded Postgres + local keys + local user, then serve"),
@@ -108,6 +199,30 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         sp.add_argument("--host", default=DEFAULT_HOST)
         sp.add_argument("--port", type=int, default=int(os.environ.get(PORT_ENV, DEFAULT_PORT)))
         sp.set_defaults(func=fn)
+    sp = sub.add_parser("service", help="run the server in the background (systemd user unit, launchd agent)")
+    actions = sp.add_subparsers(dest="action", required=True)
+    for action, help_ in (
+        ("install", "write the unit (or agent) and start it at login"),
+        ("uninstall", "stop it and remove the unit (or agent)"),
+        ("status", "whether it is installed and running"),
+        ("logs", "its logs (journalctl --user -u sessionvault; ~/Library/Logs/SessionVault)"),
+    ):
+        ap = actions.add_parser(action, help=help_)
+        ap.add_argument(
+            "--platform", choices=("linux", "darwin"), help="the OS to write for (default: this one)"
+        )
+        if action == "install":
+            ap.add_argument(
+                "--port",
+                type=int,
+                default=None,
+                help=f"the port the service serves on (default: ${PORT_ENV}, else {DEFAULT_PORT})",
+            )
+            ap.add_argument("--print", action="store_true", help="print the unit (or plist) only")
+        if action == "logs":
+            ap.add_argument("-f", "--follow", action="store_true")
+            ap.add_argument("-n", "--lines", type=int, default=100)
+        ap.set_defaults(func=cmd_service)
     sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
     sub.add_parser(
         "rotate-master-key", help="local mode: re-wrap every data key under a new master key"

@@ -53,12 +53,37 @@ def embedded_target(home: Path, env: Mapping[str, str] | None = None) -> Target:
     return Target(settings, db.owner_url, db.admin_url, home)
 
 
-def current() -> Target:
+def current(*, create: bool = True) -> Target:
+    """DATABASE_URL's target, else the embedded default's. `create=False` (read-only commands:
+    `key list`, `user list`) never makes a new state folder: a missing one is an error naming
+    the folder looked in, not an empty answer from a fresh database."""
     if os.environ.get("DATABASE_URL"):
         url = os.environ["DATABASE_URL"]
         owner = os.environ.get("DATABASE_OWNER_URL", url)
         return Target(Settings.from_env(), owner, os.environ.get("DATABASE_ADMIN_URL", ""))
-    return embedded_target(default_home())
+    home = default_home()
+    if not create:
+        require_state(home)
+    return embedded_target(home)
+
+
+def has_state(home: Path) -> bool:
+    """Whether `home` holds an embedded database (what `sessionvault dev` makes)."""
+    return (home / "pgdata").is_dir()
+
+
+def require_state(home: Path, env: Mapping[str, str] | None = None) -> Path:
+    """`home` when it holds a state; else ConfigError saying which folder was looked in and
+    why that one. Creates nothing."""
+    if has_state(home):
+        return home
+    env = os.environ if env is None else env
+    why = f"from ${HOME_ENV}" if env.get(HOME_ENV) else f"the default; ${HOME_ENV} is not set"
+    what = "is empty" if home.is_dir() else "does not exist"
+    raise ConfigError(
+        f"no SessionVault state in {home} ({why}): the folder {what}. Set {HOME_ENV} to the"
+        " folder your server uses, or start one there with `sessionvault dev`"
+    )
 
 
 def owner_url() -> str:
