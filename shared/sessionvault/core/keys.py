@@ -105,14 +105,30 @@ class KmsKeyProvider:
     def __init__(self, key_id: str, client: Any = None) -> None:
         self.key_id = key_id
         self._client = client
+        self._client_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
-        if self._client is None:  # boto3 is heavy: only on the first request that needs KMS
-            import boto3  # type: ignore[import-untyped]
+        """Made on the first request that needs KMS, never at init: importing boto3 costs a
+        cold start some 300 ms, and a client made at init would hold the credentials of that
+        moment (in a SnapStart snapshot: stale ones in every restored copy)."""
+        if self._client is None:
+            with self._client_lock:  # one client, however many threads ask first
+                if self._client is None:
+                    import boto3  # type: ignore[import-untyped]
 
-            self._client = boto3.client("kms")
+                    self._client = boto3.client("kms")
         return self._client
+
+    @staticmethod
+    def prime() -> None:
+        """Load the KMS client's code and service model without making a client (no
+        credentials, no region resolved): for a SnapStart before-snapshot hook, so the first
+        request after a restore does not import boto3."""
+        import boto3
+
+        boto3.setup_default_session()
+        boto3.DEFAULT_SESSION._session.get_service_model("kms")
 
     @staticmethod
     def _context(user_id: str) -> dict[str, str]:

