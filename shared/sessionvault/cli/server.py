@@ -1,5 +1,5 @@
 """`sessionvault dev`, `serve`, `migrate` and `rotate-master-key`: the server's own commands.
-Heavy modules (psycopg, mcp, torch) are imported inside the commands that use them."""
+Heavy modules (psycopg, mcp, numpy) are imported inside the commands that use them."""
 
 from __future__ import annotations
 
