@@ -64,6 +64,16 @@ def route_of(method: str, path: str) -> Route | None:
     return ROUTES.get((method, path))
 
 
+def unrouted(path: str) -> Refused:
+    """The answer to a path no route serves: 405 with `Allow` when another method would do, else 404."""
+    allowed = [method for method, p in ROUTES if p == path]
+    if allowed:
+        return Refused(
+            405, error_body("method", "method not allowed"), "validation", {"Allow": ", ".join(allowed)}
+        )
+    return Refused(404, error_body("not_found", "no such API path"), "validation")
+
+
 def error_body(code: str, message: str) -> bytes:
     return json.dumps({"error": {"code": code, "message": message}}).encode()
 

@@ -212,29 +212,18 @@ class SessionVaultApp:
     ) -> None:
         """The HTTP API (`server/api.py`): the edge checks and the admission of /mcp, then the
         route's own scope check."""
+        self._check_host(headers, log)
         route = api.route_of(scope["method"], path)
         if route is None:
-            self._check_host(headers, log)
-            allowed = [method for method, p in api.ROUTES if p == path]
-            if allowed:
-                raise Refused(
-                    405,
-                    api.error_body("method", "method not allowed"),
-                    "validation",
-                    {"Allow": ", ".join(allowed)},
-                )
-            raise Refused(404, api.error_body("not_found", "no such API path"), "validation")
+            raise api.unrouted(path)
         log.tool = route.tool
-        self._check_host(headers, log)
         if scope["method"] != "GET":  # what changes data: /mcp's Origin check, and its body's type
+            raw = scope["headers"]
             check = (
-                self.policy.check_post(scope["headers"], api.BODY_TYPE) if scope["method"] == "POST" else None
+                self.policy.check_post(raw, api.BODY_TYPE)
+                if scope["method"] == "POST"
+                else self.policy.check_origins(raw)
             )
-            if check is None and any(
-                o and not guard.matches(o, self.policy.origins)
-                for o in guard.values_of(scope["headers"], b"origin")
-            ):
-                check = "origin"
             if check is not None:
                 log.edge_check = check
                 raise guard.refusal(check, api.BODY_TYPE)

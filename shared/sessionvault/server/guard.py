@@ -129,12 +129,19 @@ class HeaderPolicy:
             return "content_type"
         return None
 
+    def check_origins(self, raw_headers: Iterable[tuple[bytes, bytes]]) -> Check | None:
+        """ "origin" unless every Origin sent (any number of them) is allowed, else None."""
+        if any(origin and not matches(origin, self.origins) for origin in values_of(raw_headers, b"origin")):
+            return "origin"
+        return None
+
     def check_post(self, raw_headers: Iterable[tuple[bytes, bytes]], expected: str) -> Check | None:
         """The first check a POST to an OAuth endpoint fails (its Host already checked), else
         None: every Origin sent must be allowed, and the one Content-Type must be `expected`.
         From the raw headers: a second Origin or Content-Type must not slip past (Starlette,
         which parses the body later, reads the first of each; `edge.headers_of` keeps the last)."""
-        if any(origin and not matches(origin, self.origins) for origin in values_of(raw_headers, b"origin")):
+        raw_headers = list(raw_headers)
+        if self.check_origins(raw_headers) is not None:
             return "origin"
         content_types = values_of(raw_headers, b"content-type")
         if len(content_types) != 1 or media_type(content_types[0]) != expected:
