@@ -81,6 +81,14 @@ class Refused(SessionVaultError):
         self.status, self.body, self.error_class, self.headers = status, body, error_class, headers
 
 
+class NotAdmitted(SessionVaultError):
+    """The admission that opened the tool's transaction did not admit (`db.admission.Ride`):
+    what the tool read is nothing and must not reach the caller; the server answers from the
+    admission's result instead."""
+
+    error_class = "auth"
+
+
 class ConfigFileError(SessionVaultError):
     """A client's config file cannot be edited safely; nothing was written."""
 

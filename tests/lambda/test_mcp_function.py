@@ -191,7 +191,7 @@ def test_an_unexpected_exception_is_a_500_with_its_log_line_and_metrics(function
     def broken(*args):
         raise RuntimeError("secret-detail")
 
-    monkeypatch.setattr(auth, "admit", broken)
+    monkeypatch.setattr(auth.Admitter, "admit", broken)
     reply = invoke(mcp, rpc("tools/list"), key=key)
     monkeypatch.undo()
     assert reply["statusCode"] == 500 and body_json(reply) == {"error": "internal error"}

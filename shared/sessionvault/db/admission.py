@@ -7,20 +7,29 @@ role and under RLS; the key (or token: both arrive as a SHA-256) is read through
 `sessionvault_key`, the one door the serving role has into the identity plane. A token must be
 bound to `resource`, this server's MCP URL. A refused key is counted per minute
 (`auth_failures`), not stored as a row; a rate-limited call is audited. The caller only maps
-the answer."""
+the answer.
+
+On a warm instance a tool call's admission rides on the tool's own tenant transaction
+(`Ride`, migration 0011): the server already knows whose credential it is from an earlier
+admission, so `sessionvault_admit_as` opens the transaction in place of the tenant setting
+and lets the tool's statements through only when it admits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from sessionvault.core.keys import WrappedKey
+from sessionvault.db import pool
 from sessionvault.db.pool import Database
-from sessionvault.errors import SessionVaultError
+from sessionvault.errors import NotAdmitted, SessionVaultError
 
 Budget = Literal["tool", "protocol"]
 
 _ADMIT = "SELECT * FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_ADMIT_AS = "SELECT * FROM sessionvault_admit_as(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,7 @@ class Limits:
 @dataclass(frozen=True)
 class Admission:
     # ok | unknown_key | revoked_key | disabled_user | revoked_token | expired_token
-    # | wrong_resource | rate_limited
+    # | wrong_resource | rate_limited; riding (`Ride`) also stale
     status: str
     user_id: str | None = None
     wrapped_dek: WrappedKey | None = None
@@ -41,6 +50,25 @@ class Admission:
     limit: int = 0
     retry_after_s: int = 0
     audit_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What admission is asked about one request."""
+
+    key_hash: bytes
+    budget: Budget
+    limits: Limits
+    request_id: str
+    tool: str
+    ip_hash: bytes | None
+    ua_hash: bytes | None
+    resource: str = ""  # "" matches no token: API keys only
+
+    def params(self) -> tuple[Any, ...]:
+        per_minute, per_day = self.limits.per_minute, self.limits.per_day
+        return (self.key_hash, self.resource, self.budget, per_minute, per_day,
+                self.request_id, self.tool, self.ip_hash, self.ua_hash)  # fmt: skip
 
 
 def admit(
@@ -53,22 +81,51 @@ def admit(
     tool: str,
     ip_hash: bytes | None,
     ua_hash: bytes | None,
-    resource: str = "",  # "" matches no token: API keys only
+    resource: str = "",
 ) -> Admission:
-    params = (
-        key_hash,
-        resource,
-        budget,
-        limits.per_minute,
-        limits.per_day,
-        request_id,
-        tool,
-        ip_hash,
-        ua_hash,
-    )
-    row = db.first_use(lambda conn: conn.execute(_ADMIT, params).fetchone())
-    if row is None:  # the function always answers one row
-        raise SessionVaultError("sessionvault_admit returned no row")
+    """The request admitted (or not) in a statement of its own: one flight."""
+    request = Request(key_hash, budget, limits, request_id, tool, ip_hash, ua_hash, resource)
+    return admit_request(db, request)
+
+
+def admit_request(db: Database, request: Request) -> Admission:
+    params = request.params()
+    return _admission(db.first_use(lambda conn: conn.execute(_ADMIT, params).fetchone()))
+
+
+@dataclass
+class Ride:
+    """The request's admission as the opening of its first tenant transaction, for a
+    credential the server expects to be `user_id`'s (with `wrapped_dek`) and to allow `scope`.
+    `result` is None until a transaction carried it and committed; a 'stale' result means the
+    expectation was wrong and nothing was written or let through."""
+
+    request: Request
+    user_id: str
+    wrapped_dek: WrappedKey
+    scope: str
+    result: Admission | None = field(default=None, init=False)
+
+    @contextmanager
+    def aboard(self) -> Iterator[None]:
+        """Within: this request's first tenant transaction for `user_id` opens with it."""
+        expected = (self.user_id, self.wrapped_dek.blob, self.scope)
+        opening = pool.Opening(self.user_id, _ADMIT_AS, (*expected, *self.request.params()), self._settle)
+        token = pool.opening.set(opening)
+        try:
+            yield
+        finally:
+            pool.opening.reset(token)
+
+    def _settle(self, row: dict[str, Any] | None) -> None:
+        self.result = _admission(row)
+        if self.result.status != "ok":  # the transaction's statements saw nothing
+            raise NotAdmitted(self.result.status)
+
+
+def _admission(row: dict[str, Any] | None) -> Admission:
+    if row is None:  # the functions always answer one row
+        raise SessionVaultError("admission returned no row")
     wrapped = WrappedKey.from_row(row) if row["dek_wrapped"] is not None else None
     return Admission(
         status=row["status"],

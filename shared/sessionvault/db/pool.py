@@ -4,13 +4,19 @@ Round trips, not statements, decide latency on Lambda (every one is a hop to Neo
 RDS), so a tenant transaction is pipelined: BEGIN, the tenant setting, the statements queued
 in the block and COMMIT go out together; only a result fetched inside the block costs a flight
 of its own. No health check on checkout: a connection that died while a Lambda was frozen is
-found on first use (`first_use`) and replaced."""
+found on first use (`first_use`) and replaced.
+
+A request's admission may ride on its first tenant transaction (`opening`, set by
+`db.admission.Ride`): the admission statement then takes the tenant setting's place after
+BEGIN, and the request costs the one flight of its tool."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
@@ -22,6 +28,24 @@ Connection = psycopg.Connection[dict[str, Any]]
 Cursor = psycopg.Cursor[dict[str, Any]]
 
 _SET_TENANT = "SELECT set_config('app.user_id', %s, true)"
+
+
+@dataclass
+class Opening:
+    """A statement that opens the next tenant transaction of `user_id` in this context in
+    place of the plain tenant setting: it must set the tenant only when it lets the
+    transaction's statements through. `settle` gets its row once the transaction committed;
+    a transaction that failed leaves it unsent (`done` False), with nothing of it kept."""
+
+    user_id: str
+    sql: str
+    params: tuple[Any, ...]
+    settle: Callable[[dict[str, Any] | None], None]
+    done: bool = False
+
+
+# Per request (contextvars follow it into the worker thread that runs the tool).
+opening: ContextVar[Opening | None] = ContextVar("sessionvault_opening", default=None)
 
 
 def _configure(conn: Connection) -> None:
@@ -86,27 +110,21 @@ class Database:
         self.pool.check()
 
     def in_tenant(self, user_id: str, work: Callable[[Connection], T], *, idempotent: bool) -> T:
-        """`work` in a pipelined tenant transaction (as `tenant`), on the serving path: if the
-        connection turns out dead (closed by the server or a pooler while idle), `work` runs
-        once more on a fresh one, provided nothing can have been committed: the failure came
-        before the COMMIT's flight, or running `work` twice is harmless (`idempotent`)."""
-        final_flight = False
-        conn: Connection | None = None
+        """`work` in a pipelined tenant transaction (as `tenant`), on the serving path, opened by
+        this request's `opening` when it has one for `user_id`. If the connection turns out
+        dead (closed by the server or a pooler while idle), `work` runs once more on a fresh
+        one, provided nothing can have been committed: the failure came before the COMMIT's
+        flight, or running `work` twice is harmless (`idempotent`)."""
+        attempt = _Attempt(user_id, work)
         try:
-            with self.pool.connection() as conn, conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute(_SET_TENANT, (user_id,))
-                result = work(conn)
-                conn.execute("COMMIT")
-                final_flight = True  # what is still queued goes out with the COMMIT
-            return result
+            return attempt.run(self.pool)
         except psycopg.OperationalError:
+            conn = attempt.conn
             dead = conn is not None and (conn.broken or conn.closed)
-            if not dead or (final_flight and not idempotent):
+            if not dead or (attempt.final_flight and not idempotent):
                 raise
         self._drop_dead()
-        with self.tenant(user_id) as conn:
-            return work(conn)
+        return _Attempt(user_id, work).run(self.pool)
 
     @contextmanager
     def tenant(self, user_id: UUID | str) -> Iterator[Connection]:
@@ -126,3 +144,32 @@ class Database:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class _Attempt(Generic[T]):
+    """One try of a serving-path tenant transaction: BEGIN, the opening (the request's riding
+    admission, or the tenant setting), `work`'s statements and COMMIT in one pipeline."""
+
+    def __init__(self, user_id: str, work: Callable[[Connection], T]) -> None:
+        self.user_id, self.work = user_id, work
+        self.conn: Connection | None = None
+        self.final_flight = False  # what is still queued goes out with the COMMIT
+
+    def run(self, pool: ConnectionPool[Connection]) -> T:
+        ride = opening.get()
+        if ride is not None and (ride.done or ride.user_id != self.user_id):
+            ride = None
+        with pool.connection() as conn, conn.pipeline():
+            self.conn = conn
+            conn.execute("BEGIN")
+            if ride is None:
+                conn.execute(_SET_TENANT, (self.user_id,))
+            else:
+                admitted = conn.execute(ride.sql, ride.params)
+            result = self.work(conn)
+            conn.execute("COMMIT")
+            self.final_flight = True
+        if ride is not None:
+            ride.done = True
+            ride.settle(admitted.fetchone())  # raises when the opening did not admit
+        return result

@@ -57,7 +57,7 @@ from sessionvault.server.edge import (
     respond,
 )
 from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
-from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call
+from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call, scope_of
 from sessionvault.server.web import views as web
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
@@ -89,6 +89,20 @@ class _Answer:
         await self._send(message)
 
 
+class _Held:
+    """An ASGI `send` that keeps the response until `release` (or drops it, never sent)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        self._messages.append(message)
+
+    async def release(self, send: Send) -> None:
+        for message in self._messages:
+            await send(message)
+
+
 class SessionVaultApp:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
@@ -100,6 +114,7 @@ class SessionVaultApp:
         local = guard.is_local(settings)
         self.policy = guard.HeaderPolicy.from_settings(settings)
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
+        self.admitter = auth.Admitter(runtime)
         self.oauth = oauth_server.OAuthServer(runtime)
         self.api = api.Api(runtime.vault)
         self.consent = Consent(runtime, self.failures)
@@ -192,7 +207,52 @@ class SessionVaultApp:
         self._check_edge(headers, log)
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
-        who = await self._admit(headers, budget_of(payload), log)
+        budget = budget_of(payload)
+        scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
+        if scope_needed is not None:
+            base = oauth_server.base_url(self.rt.settings, headers)
+            call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
+            if call is not None and await self._ridden(call, scope, body, receive, send, log, base):
+                return
+        who = await self._admit(headers, budget, log)
+        await self._call(who, scope, body, receive, send, log)
+
+    async def _ridden(
+        self,
+        call: auth.Ride,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        log: telemetry.RequestLog,
+        base: str,
+    ) -> bool:
+        """The tool call with its admission riding on the tool's transaction (one flight). The
+        answer is held until the admission decides: it goes out (True), or the 401/429 is
+        raised instead; False when the Principal this instance expected was stale (nothing was
+        let through or written: the caller admits and runs the call again)."""
+        held = _Held()
+        with call.admission.aboard():
+            await self._call(call.principal, scope, body, receive, held, log)
+        try:
+            admitted = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
+        except DB_ERRORS as exc:
+            raise _unavailable(log, exc) from None
+        if admitted:
+            await held.release(send)
+        else:
+            log.status, log.error_class = 0, None
+        return admitted
+
+    async def _call(
+        self,
+        who: Principal,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        log: telemetry.RequestLog,
+    ) -> None:
         state = CallState(principal=who)
         token = current_call.set(state)
         try:
@@ -249,16 +309,14 @@ class SessionVaultApp:
         await self.web.handle({**scope, "path": path}, receive, send, base, log, path)
 
     async def _admit(self, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog) -> Principal:
-        """The one admission statement, off the event loop; a database that cannot answer is a
-        503 (try again), never a 401 or a 500."""
+        """The admission statement in a flight of its own, off the event loop."""
         base = oauth_server.base_url(self.rt.settings, headers)
         try:
             who: Principal = await anyio.to_thread.run_sync(
-                auth.admit, self.rt, headers.get("authorization"), budget, log, base
+                self.admitter.admit, headers.get("authorization"), budget, log, base
             )
         except DB_ERRORS as exc:
-            log.failure = type(exc).__name__
-            raise Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"}) from None
+            raise _unavailable(log, exc) from None
         return who
 
     def _path(self, scope: Scope) -> str:
@@ -360,6 +418,12 @@ class SessionVaultApp:
             audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
+
+
+def _unavailable(log: telemetry.RequestLog, exc: Exception) -> Refused:
+    """A database that cannot answer the admission: a 503 (try again), never a 401 or a 500."""
+    log.failure = type(exc).__name__
+    return Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"})
 
 
 def _unreadable(*, page: bool) -> Refused:

@@ -23,7 +23,7 @@ import sessionvault
 from sessionvault.core import framing, purge, records
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.vault import Principal, Vault
-from sessionvault.errors import ErrorClass, VaultError
+from sessionvault.errors import ErrorClass, NotAdmitted, VaultError
 from sessionvault.server import prompts
 from sessionvault.server.schema import compact_schema
 from sessionvault.server.web import app_view
@@ -134,6 +134,12 @@ _BY_NAME = {spec.name: spec for spec in TOOLS}
 TOOL_NAMES = frozenset(_BY_NAME)
 
 
+def scope_of(name: str) -> str | None:
+    """The scope a call of the tool `name` needs (None: no such tool)."""
+    spec = _BY_NAME.get(name)
+    return spec.scope if spec else None
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
@@ -154,6 +160,9 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
     except VaultError as exc:
         state.error_class = exc.error_class
         return _error(str(exc))
+    except NotAdmitted:  # the server answers from the admission instead (server/auth.py)
+        state.error_class = "auth"
+        return _error("not admitted")
     except psycopg.errors.QueryCanceled:
         state.error_class = "timeout"
         return _error("the request took too long and was cancelled; try again")
