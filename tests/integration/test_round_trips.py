@@ -18,11 +18,11 @@ from ..conftest import ServerThread, make_settings, make_user
 from ..support.pgproxy import PgProxy, proxied_url
 
 # The budget on a warm instance (issue #21): a tool call's admission rides on the tool's own
-# transaction (db/admission.py `Ride`), so load, list, search and delete are one flight; a save
-# is two (its ciphertext is bound to the row id and version the first flight returns); the
-# protocol messages are their admission alone.
+# transaction (db/admission.py `Ride`), so load, list, search, delete and save are one flight
+# each (a save's version is sealed before the insert: core/sealing.py); the protocol messages
+# are their admission alone.
 BUDGET = {
-    "save_session": 2,
+    "save_session": 1,
     "search_sessions": 1,
     "load_session": 1,
     "list_sessions": 1,
@@ -87,7 +87,7 @@ def served(pg) -> Iterator[Served]:
             rt.close()
 
 
-def test_a_save_costs_two_round_trips(served):
+def test_a_save_costs_one_round_trip(served):
     flights = served.tool("save_session", name="rt-save", summary="s", repo="github.com/a/b")
     assert flights == BUDGET["save_session"]
 

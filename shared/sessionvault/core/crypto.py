@@ -37,9 +37,17 @@ def fingerprint(key: bytes) -> bytes:
 
 def meta_mac(dek: bytes, user_id: str, session_id: str, version: int, fields: tuple[str, ...]) -> bytes:
     """Authenticates a session's plaintext columns (name, repo, client, preview) for listings
-    that do not decrypt: a key derived from the DEK, the row's identity and the values."""
+    that do not decrypt: a key derived from the DEK, the row's identity and the values. (v1:
+    heads saved before migration 0012; `sealed_meta_mac` since.)"""
     key = hashlib.sha256(b"sessionvault/meta/v1\x1f" + dek).digest()
     message = "\x1f".join((user_id, session_id, str(version), *fields)).encode()
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def sealed_meta_mac(dek: bytes, user_id: str, seal_id: str, fields: tuple[str, ...]) -> bytes:
+    """`meta_mac` for a head whose version was sealed under its own `seal_id` (v2)."""
+    key = hashlib.sha256(b"sessionvault/meta/v2\x1f" + dek).digest()
+    message = "\x1f".join((user_id, seal_id, *fields)).encode()
     return hmac.new(key, message, hashlib.sha256).digest()
 
 
@@ -52,5 +60,12 @@ def content_digest(dek: bytes, user_id: str, record: bytes) -> bytes:
 
 def session_aad(user_id: str, session_id: str, name: str, version: int) -> bytes:
     """Binds a ciphertext to its row: another user, session, name or version will not open it
-    (the session id also tells a deleted-and-recreated name from the old one)."""
+    (the session id also tells a deleted-and-recreated name from the old one). v1: versions
+    saved before migration 0012."""
     return f"sessionvault/session/v1\x1f{user_id}\x1f{session_id}\x1f{name}\x1f{version}".encode()
+
+
+def sealed_aad(user_id: str, seal_id: str, name: str) -> bytes:
+    """v2: binds a ciphertext to its version's own random id (drawn before the insert, so a
+    save is one flight), its user and its name: it opens in no other row, user or name."""
+    return f"sessionvault/session/v2\x1f{user_id}\x1f{seal_id}\x1f{name}".encode()

@@ -27,7 +27,8 @@ from typing import Any
 
 from sessionvault.core import handoff
 from sessionvault.core.records import SaveArgs, parse
-from sessionvault.core.vault import Principal, Vault, open_record
+from sessionvault.core.sealing import open_record
+from sessionvault.core.vault import Principal, Vault
 from sessionvault.db import sessions as store
 from sessionvault.errors import ValidationFailed
 

@@ -7,9 +7,10 @@ import hmac
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sessionvault.core import crypto, framing, handoff
+from sessionvault.core import crypto, framing, handoff, sealing
 from sessionvault.core.apikeys import SCOPES, scope_hint
 from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import (
@@ -44,7 +45,6 @@ RELATED_LIMIT = 5
 # What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
 # a budget (max_tokens) covers what the model receives, this included.
 FRAME_CHARS = framing.overhead()
-_STAMP_SIZED = "2000-01-01T00:00:00+00:00"  # as long as the saved_at the save will record
 # What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
 LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
 
@@ -71,13 +71,6 @@ def embedding_text(record: Mapping[str, Any]) -> str:
     parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
     parts += [*record.get("errors", []), *record.get("files", [])]
     return "\n".join(p for p in parts if p)
-
-
-def open_record(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """Decrypt a stored version; `row` has id (the session's), name, version, nonce, ciphertext."""
-    aad = crypto.session_aad(user_id, str(row["id"]), row["name"], row["version"])
-    record: dict[str, Any] = json.loads(crypto.unseal(dek, row["nonce"], row["ciphertext"], aad))
-    return record
 
 
 class Vault:
@@ -123,13 +116,6 @@ class Vault:
         preview = make_preview(record["summary"])
         head = store.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
 
-        def seal(row: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
-            record["saved_at"] = store.iso(row["updated_at"])
-            aad = crypto.session_aad(who.user_id, str(row["id"]), name, row["version"])
-            nonce, ciphertext = crypto.seal(dek, json.dumps(record).encode(), aad)
-            return nonce, ciphertext, _meta_mac(dek, who.user_id, row["id"], row["version"], head)
-
-        size = len(json.dumps({**record, "saved_at": _STAMP_SIZED})) + crypto.NONCE_BYTES + crypto.TAG_BYTES
         fp = crypto.fingerprint(dek)
         digest = crypto.content_digest(dek, who.user_id, json.dumps(record, sort_keys=True).encode())
         offer = None
@@ -141,26 +127,19 @@ class Vault:
                 min(keep, AUTO_HISTORY),
                 store.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
             )
-        row = store.save(
-            self.db,
-            who.user_id,
-            head,
-            seal,
-            keep,
-            self.quota,
-            size,
-            fp,
-            offer,
-            digest=digest,
-            checkpoint=checkpoint,
-        )
+        # Sealed before the transaction, under the version's own id: the save is one flight.
+        # Its saved_at is this server's clock (the head's updated_at, the database's).
+        record["saved_at"] = store.iso(datetime.now(UTC))
+        version = sealing.seal(dek, who.user_id, record, head)
+        policy = store.Policy(keep, self.quota, fp, offer, digest, checkpoint)
+        row = store.save(self.db, who.user_id, head, version, policy)
         if row is None:
             raise self._refusal(who, fp)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
             "version": row["version"],
-            "saved_at": store.iso(row["updated_at"]),
+            "saved_at": store.iso(row["updated_at"]) if row.get("unchanged") else record["saved_at"],
             "embedded": vector is not None,
             # field and kind of each secret removed, never its value; [] when none (or when off)
             "redacted": [r.as_dict() for r in redactions],
@@ -203,7 +182,7 @@ class Vault:
         if row is None:
             kept = store.versions_of(self.db, who.user_id, args.name) if args.version else None
             return _not_found(args, kept)
-        record = open_record(dek, who.user_id, row)
+        record = sealing.open_record(dek, who.user_id, row)
         out: dict[str, Any] = {
             "notice": framing.RESULT_NOTICE,
             "found": True,
@@ -239,7 +218,7 @@ class Vault:
         hits = search.related(
             self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
-        return [_hit(open_record(dek, who.user_id, h), h) for h in hits]
+        return [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         query = args.query
@@ -257,7 +236,9 @@ class Vault:
         hits = search.nearest(
             self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
         )
-        return pack([_hit(open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens, FRAME_CHARS)
+        return pack(
+            [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens, FRAME_CHARS
+        )
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
@@ -278,18 +259,13 @@ class Vault:
         return {"deleted": True, "name": args.name, "versions_deleted": removed}
 
 
-def _meta_mac(dek: bytes, user_id: str, session_id: Any, version: int, head: store.Head) -> bytes:
-    fields = (head.name, head.repo, head.client, head.preview)
-    return crypto.meta_mac(dek, user_id, str(session_id), version, fields)
-
-
 def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
     the database (or saved before MACs existed) lists with its client and preview withheld."""
     # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
     # that spelling apart from the canonical `repo` they are listed and found under.
     head = store.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
-    expected = _meta_mac(dek, user_id, row["id"], row["version"], head)
+    expected = sealing.head_mac(dek, user_id, row, head)
     trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
     entry = {
         "name": row["name"],

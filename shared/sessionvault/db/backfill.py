@@ -13,7 +13,7 @@ from pgvector import Vector
 from sessionvault.db.pool import Database
 
 _STALE = """
-SELECT s.id, s.name, s.version, v.nonce, v.ciphertext
+SELECT s.id, s.name, s.version, v.seal_id, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
 WHERE s.user_id = %s AND (s.embedding IS NULL OR s.embedding_model IS DISTINCT FROM %s)
   AND (s.embed_retry_at IS NULL OR s.embed_retry_at <= now())

@@ -10,7 +10,7 @@ from sessionvault.db.sessions import ENSURE_USAGE, Row
 
 _ALL_VERSIONS = """
 SELECT s.id, s.name, coalesce(s.saved_repo, s.repo) AS repo, s.client, s.preview, s.version AS head,
-       v.version, v.nonce, v.ciphertext
+       v.version, v.seal_id, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id
 WHERE s.user_id = %(user_id)s
 FOR UPDATE OF v

@@ -26,7 +26,7 @@ def _nearest_sql(dims: int, query: str) -> str:
     # dims is one of SUPPORTED_DIMS, so formatting it into the SQL is safe
     typed = f"embedding::vector({dims})"
     return f"""
-        SELECT s.id, s.name, s.repo, s.version, v.saved_at, v.nonce, v.ciphertext,
+        SELECT s.id, s.name, s.repo, s.version, v.saved_at, v.seal_id, v.nonce, v.ciphertext,
                s.{typed} <=> {query} AS distance
         FROM sessions s
         JOIN session_versions v ON v.session_id = s.id AND v.version = s.version

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.core.vault import Principal, embedding_text, open_record
+from sessionvault.core.sealing import open_record
+from sessionvault.core.vault import Principal, embedding_text
 from sessionvault.db import admission, audit, backfill, identity, oauth
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime

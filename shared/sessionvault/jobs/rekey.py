@@ -9,9 +9,10 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sessionvault.core import crypto
+from sessionvault.core import crypto, sealing
 from sessionvault.db import identity, rekeying
 from sessionvault.db.pool import Connection
+from sessionvault.db.sessions import Head
 from sessionvault.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -23,14 +24,14 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
     new_dek, new_wrapped = rt.keys.provider.generate_data_key(user_id)
 
     def reseal(row: dict[str, Any]) -> tuple[bytes, bytes, bytes | None]:
-        aad = crypto.session_aad(user_id, str(row["id"]), row["name"], row["version"])
+        aad = sealing.aad_of(user_id, row)  # the same binding (v1 or v2), under the new key
         nonce, ciphertext = crypto.seal(
             new_dek, crypto.unseal(old_dek, row["nonce"], row["ciphertext"], aad), aad
         )
         if row["version"] != row["head"]:
             return nonce, ciphertext, None
-        fields = (row["name"], row["repo"], row["client"], row["preview"])
-        return nonce, ciphertext, crypto.meta_mac(new_dek, user_id, str(row["id"]), row["head"], fields)
+        head = Head(row["name"], row["repo"], row["preview"], row["client"], None, None)
+        return nonce, ciphertext, sealing.head_mac(new_dek, user_id, row, head)
 
     def switch(conn: Connection) -> None:
         identity.replace_wrapped_key(conn, user_id, new_wrapped)
