@@ -14,7 +14,7 @@ from sessionvault.core.keys import (
 )
 from sessionvault.core.vault import Vault
 from sessionvault.db.pool import Database
-from sessionvault.db.sessions import Quota
+from sessionvault.db.saves import Quota
 from sessionvault.errors import ConfigError
 from sessionvault.settings import Settings
 

@@ -11,7 +11,7 @@ import pytest
 
 from sessionvault.core import crypto, portability, records, sealing
 from sessionvault.core.vault import Principal
-from sessionvault.db import identity, sessions
+from sessionvault.db import identity, saves, sessions
 from sessionvault.errors import DecryptionFailed
 from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
@@ -150,11 +150,11 @@ def test_a_save_run_twice_with_the_same_sealed_version_stores_it_once(runtime):
     save): the version is found by its seal_id, nothing is added or counted again."""
     who = make_user(runtime)
     dek = runtime.keys.unwrap(who.id, who.principal.wrapped_dek)
-    head = sessions.Head("twice", "", "p", "", None, None)
+    head = saves.Head("twice", "", "p", "", None, None)
     version = sealing.seal(dek, who.id, {"name": "twice", "summary": "s", "saved_at": "x"}, head)
-    policy = sessions.Policy(keep_previous=20)
-    first = sessions.save(runtime.db, who.id, head, version, policy)
-    again = sessions.save(runtime.db, who.id, head, version, policy)
+    policy = saves.Policy(keep_previous=20)
+    first = saves.save(runtime.db, who.id, head, version, policy)
+    again = saves.save(runtime.db, who.id, head, version, policy)
     assert (again["id"], again["version"]) == (first["id"], first["version"]) == (again["id"], 1)
-    assert sessions.usage(runtime.db, who.id)["bytes"] == version.size
+    assert saves.usage(runtime.db, who.id)["bytes"] == version.size
     assert sessions.versions_of(runtime.db, who.id, "twice") == [1]

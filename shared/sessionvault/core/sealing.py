@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sessionvault.core import crypto
-from sessionvault.db.sessions import Head, Sealed
+from sessionvault.db.saves import Head, Sealed
 
 
 def seal(dek: bytes, user_id: str, record: Mapping[str, Any], head: Head) -> Sealed:

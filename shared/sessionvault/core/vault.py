@@ -36,7 +36,7 @@ from sessionvault.core.records import (
 )
 from sessionvault.core.records import preview as make_preview
 from sessionvault.core.repos import canonical_repo
-from sessionvault.db import deletes, handoffs, search
+from sessionvault.db import deletes, handoffs, saves, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
@@ -80,7 +80,7 @@ class Vault:
         keys: DekCache,
         embedder: Embedder,
         history_keep: int = 20,
-        quota: store.Quota = store.UNLIMITED,
+        quota: saves.Quota = saves.UNLIMITED,
         redact: bool = True,
         *,
         handoff_ttl_days: int = 7,
@@ -114,25 +114,25 @@ class Vault:
         vector = self.embedder.embed(embedding_text(record))
         dek = self._dek(who)
         preview = make_preview(record["summary"])
-        head = store.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
+        head = saves.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
 
         fp = crypto.fingerprint(dek)
         digest = crypto.content_digest(dek, who.user_id, json.dumps(record, sort_keys=True).encode())
         offer = None
         if args.handoff or args.to_client:
-            offer = store.Offer(record["client"], args.to_client, self.handoff_ttl_days)
+            offer = saves.Offer(record["client"], args.to_client, self.handoff_ttl_days)
         keep, checkpoint = self.history_keep, None
         if is_automatic(name):
             keep, checkpoint = (
                 min(keep, AUTO_HISTORY),
-                store.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
+                saves.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
             )
         # Sealed before the transaction, under the version's own id: the save is one flight.
         # Its saved_at is this server's clock (the head's updated_at, the database's).
         record["saved_at"] = store.iso(datetime.now(UTC))
         version = sealing.seal(dek, who.user_id, record, head)
-        policy = store.Policy(keep, self.quota, fp, offer, digest, checkpoint)
-        row = store.save(self.db, who.user_id, head, version, policy)
+        policy = saves.Policy(keep, self.quota, fp, offer, digest, checkpoint)
+        row = saves.save(self.db, who.user_id, head, version, policy)
         if row is None:
             raise self._refusal(who, fp)
         out: dict[str, Any] = {
@@ -158,7 +158,7 @@ class Vault:
 
     def _refusal(self, who: Principal, fp: bytes) -> VaultError:
         """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
-        used = store.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
+        used = saves.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
         if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
             return KeyReplaced()
         return QuotaExceeded(
@@ -264,7 +264,7 @@ def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     the database (or saved before MACs existed) lists with its client and preview withheld."""
     # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
     # that spelling apart from the canonical `repo` they are listed and found under.
-    head = store.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
+    head = saves.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
     expected = sealing.head_mac(dek, user_id, row, head)
     trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
     entry = {

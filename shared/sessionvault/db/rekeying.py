@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sessionvault.db.pool import Connection, Database
-from sessionvault.db.sessions import ENSURE_USAGE, Row
+from sessionvault.db.saves import ENSURE_USAGE
+from sessionvault.db.sessions import Row
 
 _ALL_VERSIONS = """
 SELECT s.id, s.name, coalesce(s.saved_repo, s.repo) AS repo, s.client, s.preview, s.version AS head,

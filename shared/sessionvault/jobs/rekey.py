@@ -12,7 +12,7 @@ from typing import Any
 from sessionvault.core import crypto, sealing
 from sessionvault.db import identity, rekeying
 from sessionvault.db.pool import Connection
-from sessionvault.db.sessions import Head
+from sessionvault.db.saves import Head
 from sessionvault.runtime import Runtime
 
 log = logging.getLogger(__name__)

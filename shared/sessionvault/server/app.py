@@ -1,6 +1,6 @@
-"""The HTTP app: edge checks (Host, Origin, Content-Type; in local mode, failed
-authentications per client address) -> body cap -> JSON -> admission (API key or OAuth access
-token, tenant, rate limit, audit row: one round trip) -> MCP tool -> log line.
+"""The HTTP app: the Host check, then the surface the path names: /mcp (`server/mcp_endpoint.py`:
+edge checks, body cap, JSON, admission, the MCP tool), the HTTP API, the web view, the OAuth
+endpoints; then the log line.
 
 The OAuth authorization server (`server/oauth.py`: well-known metadata, /authorize, /token,
 /register, /revoke) and the consent page (`server/consent.py`) are served here too, after the
@@ -27,40 +27,27 @@ import json
 import time
 
 import anyio.to_thread
-import psycopg
-import psycopg_pool
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
 from sessionvault.core import oauth as oauth_core
-from sessionvault.core.vault import Principal
 from sessionvault.db import audit
-from sessionvault.db.admission import Budget
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server import api, auth, guard
 from sessionvault.server import oauth as oauth_server
 from sessionvault.server.consent import Consent, error_page, page_headers
 from sessionvault.server.edge import (
-    UNAVAILABLE,
-    answered_with_error,
-    budget_of,
     form_problem,
     headers_of,
-    method_of,
     read_body,
-    read_json,
     replaying,
     request_id,
     respond,
 )
-from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
-from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call, scope_of
+from sessionvault.server.mcp_endpoint import McpEndpoint, admitted
 from sessionvault.server.web import views as web
 
-DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
 INTERNAL = json.dumps({"error": "internal error"}).encode()
 NOT_FOUND = json.dumps({"error": "not found"}).encode()
 NOT_ALLOWED = json.dumps({"error": "method not allowed"}).encode()
@@ -89,53 +76,20 @@ class _Answer:
         await self._send(message)
 
 
-class _Held:
-    """An ASGI `send` that keeps the response until `release` (or drops it, never sent)."""
-
-    def __init__(self) -> None:
-        self._messages: list[Message] = []
-
-    async def __call__(self, message: Message) -> None:
-        self._messages.append(message)
-
-    async def release(self, send: Send) -> None:
-        for message in self._messages:
-            await send(message)
-
-
 class SessionVaultApp:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
-        self.server = build_server(runtime.vault)
-        # Inside the SDK's own (OpenTelemetry) middleware: a handler's unexpected exception
-        # becomes a JSON-RPC internal error here, not a logged traceback with its message.
-        self.server.middleware.append(mcp_errors_only)
         settings = runtime.settings
         local = guard.is_local(settings)
         self.policy = guard.HeaderPolicy.from_settings(settings)
         self.failures = guard.AuthFailureLimit(settings.auth_failures_per_minute) if local else None
         self.admitter = auth.Admitter(runtime)
+        self.mcp = McpEndpoint(runtime, self.policy, self.failures, self.admitter)
         self.oauth = oauth_server.OAuthServer(runtime)
         self.api = api.Api(runtime.vault)
         self.consent = Consent(runtime, self.failures)
         self.web = web.Web(runtime, self.failures)
         self.prefix = oauth_core.base_path(settings.public_url)  # '' unless under a path
-        # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
-        # behind API Gateway the Host is the API's domain) is kept, with the same lists.
-        self.security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=local,
-            allowed_hosts=list(settings.allowed_hosts),
-            allowed_origins=list(self.policy.origins),
-        )
-        self.manager = ManagerPerLoop(
-            lambda: StreamableHTTPSessionManager(
-                self.server,
-                json_response=True,
-                stateless=True,
-                security_settings=self.security,
-                max_request_body_size=runtime.settings.max_body_bytes,
-            )
-        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -204,62 +158,7 @@ class SessionVaultApp:
                 raise auth.refused(oauth_server.base_url(self.rt.settings, headers))
             # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
             raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
-        self._check_edge(headers, log)
-        body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
-        log.tool = method_of(payload, TOOL_NAMES)
-        budget = budget_of(payload)
-        scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
-        if scope_needed is not None:
-            base = oauth_server.base_url(self.rt.settings, headers)
-            call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
-            if call is not None and await self._ridden(call, scope, body, receive, send, log, base):
-                return
-        who = await self._admit(headers, budget, log)
-        await self._call(who, scope, body, receive, send, log)
-
-    async def _ridden(
-        self,
-        call: auth.Ride,
-        scope: Scope,
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        log: telemetry.RequestLog,
-        base: str,
-    ) -> bool:
-        """The tool call with its admission riding on the tool's transaction (one flight). The
-        answer is held until the admission decides: it goes out (True), or the 401/429 is
-        raised instead; False when the Principal this instance expected was stale (nothing was
-        let through or written: the caller admits and runs the call again)."""
-        held = _Held()
-        with call.admission.aboard():
-            await self._call(call.principal, scope, body, receive, held, log)
-        try:
-            admitted = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
-        except DB_ERRORS as exc:
-            raise _unavailable(log, exc) from None
-        if admitted:
-            await held.release(send)
-        else:
-            log.status, log.error_class = 0, None
-        return admitted
-
-    async def _call(
-        self,
-        who: Principal,
-        scope: Scope,
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        log: telemetry.RequestLog,
-    ) -> None:
-        state = CallState(principal=who)
-        token = current_call.set(state)
-        try:
-            log.status, reply = await self._dispatch(scope, body, receive, send)
-        finally:
-            current_call.reset(token)
-        log.error_class = state.error_class or answered_with_error(log.status, reply)
+        await self.mcp.serve(scope, receive, send, headers, log)
 
     async def _serve_api(
         self,
@@ -287,7 +186,7 @@ class SessionVaultApp:
             if check is not None:
                 log.edge_check = check
                 raise guard.refusal(check, api.BODY_TYPE)
-        who = await self._admit(headers, "tool", log)
+        who = await admitted(self.admitter, headers, "tool", log)
         answer = _Answer(send)
         failed = await self.api.handle(route, who, scope, receive, answer)
         log.error_class = failed or None
@@ -307,17 +206,6 @@ class SessionVaultApp:
         self._check_host(headers, log)
         base = oauth_server.base_url(self.rt.settings, headers)
         await self.web.handle({**scope, "path": path}, receive, send, base, log, path)
-
-    async def _admit(self, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog) -> Principal:
-        """The admission statement in a flight of its own, off the event loop."""
-        base = oauth_server.base_url(self.rt.settings, headers)
-        try:
-            who: Principal = await anyio.to_thread.run_sync(
-                self.admitter.admit, headers.get("authorization"), budget, log, base
-            )
-        except DB_ERRORS as exc:
-            raise _unavailable(log, exc) from None
-        return who
 
     def _path(self, scope: Scope) -> str:
         """The request's path without a trailing slash, and without the public URL's path when
@@ -371,44 +259,6 @@ class SessionVaultApp:
             log.edge_check = "host"
             raise guard.refusal("host")
 
-    def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
-        """Refuse before the body is read and before any database work (`guard`)."""
-        check = self.policy.check(headers)
-        if check is not None:
-            log.edge_check = check
-            raise guard.refusal(check)
-        if self.failures is None:
-            return
-        wait = self.failures.retry_after(log.ip)
-        if wait and not self.failures.known(guard.key_digest(headers.get("authorization"))):
-            log.edge_check = "auth_failures"
-            raise guard.too_many_failures(wait)
-
-    async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
-        """Hand the (already read) body to the SDK; returns the status and the reply body."""
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        status, reply = 500, bytearray()
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body":
-                reply.extend(message.get("body", b""))
-            await send(message)
-
-        manager = await self.manager.get()
-        await manager.handle_request(scope, replay, watch)
-        return status, bytes(reply)
-
     def _finish(self, log: telemetry.RequestLog) -> None:
         """The outcome of an admitted call that failed, on the row admission wrote. Requests
         refused before or at admission get no row from here: their log line counts them."""
@@ -418,12 +268,6 @@ class SessionVaultApp:
             audit.finish(self.rt.db, log.user_id, log.audit_id, log)
         except Exception as exc:  # the response is already sent; losing the row must be loud
             log.failure = f"audit write failed: {type(exc).__name__}"
-
-
-def _unavailable(log: telemetry.RequestLog, exc: Exception) -> Refused:
-    """A database that cannot answer the admission: a 503 (try again), never a 401 or a 500."""
-    log.failure = type(exc).__name__
-    return Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"})
 
 
 def _unreadable(*, page: bool) -> Refused:

@@ -13,7 +13,7 @@ import pytest
 from sessionvault import telemetry
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import app as app_module
+from sessionvault.server import mcp_endpoint
 from sessionvault.server import guard
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.settings import Settings
@@ -216,7 +216,7 @@ async def test_an_unexpected_exception_is_a_generic_500_with_its_type_in_the_log
     async def broken(*args: object) -> None:
         raise KeyError("secret-detail-from-the-message")
 
-    monkeypatch.setattr(app_module, "read_json", broken)
+    monkeypatch.setattr(mcp_endpoint, "read_json", broken)
     reply = await call(make_app(), http())
     assert reply.status == 500 and reply.json() == {"error": "internal error"}
     (log,) = logs

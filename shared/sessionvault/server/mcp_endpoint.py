@@ -1,0 +1,192 @@
+"""/mcp, once its method is POST: the edge checks (before the body is read and before any
+database work), the body, the admission, and the MCP SDK's handling of the request.
+
+The admission goes one of two ways (`server/auth.py`): a tool call whose credential this
+instance admitted lately rides on the tool's own transaction (one flight), its answer held
+until the admission decides; anything else is admitted in a flight of its own first."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+import psycopg
+import psycopg_pool
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import Message, Receive, Scope, Send
+
+from sessionvault import telemetry
+from sessionvault.core.vault import Principal
+from sessionvault.db.admission import Budget
+from sessionvault.errors import Refused
+from sessionvault.runtime import Runtime
+from sessionvault.server import auth, guard
+from sessionvault.server import oauth as oauth_server
+from sessionvault.server.edge import UNAVAILABLE, answered_with_error, budget_of, method_of, read_json
+from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
+from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call, scope_of
+
+DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
+
+
+class McpEndpoint:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: guard.HeaderPolicy,
+        failures: guard.AuthFailureLimit | None,
+        admitter: auth.Admitter,
+    ) -> None:
+        self.rt, self.policy, self.failures, self.admitter = runtime, policy, failures, admitter
+        self.server = build_server(runtime.vault)
+        # Inside the SDK's own (OpenTelemetry) middleware: a handler's unexpected exception
+        # becomes a JSON-RPC internal error here, not a logged traceback with its message.
+        self.server.middleware.append(mcp_errors_only)
+        settings = runtime.settings
+        # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
+        # behind API Gateway the Host is the API's domain) is kept, with the same lists.
+        self.security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=guard.is_local(settings),
+            allowed_hosts=list(settings.allowed_hosts),
+            allowed_origins=list(policy.origins),
+        )
+        self.manager = ManagerPerLoop(
+            lambda: StreamableHTTPSessionManager(
+                self.server,
+                json_response=True,
+                stateless=True,
+                security_settings=self.security,
+                max_request_body_size=settings.max_body_bytes,
+            )
+        )
+
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
+    ) -> None:
+        self._check_edge(headers, log)
+        body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
+        log.tool = method_of(payload, TOOL_NAMES)
+        budget = budget_of(payload)
+        scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
+        if scope_needed is not None:
+            base = oauth_server.base_url(self.rt.settings, headers)
+            call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
+            if call is not None and await self._ridden(call, scope, body, receive, send, log, base):
+                return
+        who = await admitted(self.admitter, headers, budget, log)
+        await self._call(who, scope, body, receive, send, log)
+
+    async def _ridden(
+        self,
+        call: auth.Ride,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        log: telemetry.RequestLog,
+        base: str,
+    ) -> bool:
+        """The tool call with its admission riding on the tool's transaction (one flight). The
+        answer is held until the admission decides: it goes out (True), or the 401/429 is
+        raised instead; False when the Principal this instance expected was stale (nothing was
+        let through or written: the caller admits and runs the call again)."""
+        held = _Held()
+        with call.admission.aboard():
+            await self._call(call.principal, scope, body, receive, held, log)
+        try:
+            settled = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
+        except DB_ERRORS as exc:
+            raise unavailable(log, exc) from None
+        if settled:
+            await held.release(send)
+        else:
+            log.status, log.error_class = 0, None
+        return settled
+
+    async def _call(
+        self,
+        who: Principal,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        log: telemetry.RequestLog,
+    ) -> None:
+        state = CallState(principal=who)
+        token = current_call.set(state)
+        try:
+            log.status, reply = await self._dispatch(scope, body, receive, send)
+        finally:
+            current_call.reset(token)
+        log.error_class = state.error_class or answered_with_error(log.status, reply)
+
+    def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+        """Refuse before the body is read and before any database work (`guard`)."""
+        check = self.policy.check(headers)
+        if check is not None:
+            log.edge_check = check
+            raise guard.refusal(check)
+        if self.failures is None:
+            return
+        wait = self.failures.retry_after(log.ip)
+        if wait and not self.failures.known(guard.key_digest(headers.get("authorization"))):
+            log.edge_check = "auth_failures"
+            raise guard.too_many_failures(wait)
+
+    async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
+        """Hand the (already read) body to the SDK; returns the status and the reply body."""
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        status, reply = 500, bytearray()
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                reply.extend(message.get("body", b""))
+            await send(message)
+
+        manager = await self.manager.get()
+        await manager.handle_request(scope, replay, watch)
+        return status, bytes(reply)
+
+
+async def admitted(
+    admitter: auth.Admitter, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog
+) -> Principal:
+    """The admission statement in a flight of its own, off the event loop."""
+    base = oauth_server.base_url(admitter.rt.settings, headers)
+    try:
+        who: Principal = await anyio.to_thread.run_sync(
+            admitter.admit, headers.get("authorization"), budget, log, base
+        )
+    except DB_ERRORS as exc:
+        raise unavailable(log, exc) from None
+    return who
+
+
+def unavailable(log: telemetry.RequestLog, exc: Exception) -> Refused:
+    """A database that cannot answer the admission: a 503 (try again), never a 401 or a 500."""
+    log.failure = type(exc).__name__
+    return Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"})
+
+
+class _Held:
+    """An ASGI `send` that keeps the response until `release` (or drops it, never sent)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        self._messages.append(message)
+
+    async def release(self, send: Send) -> None:
+        for message in self._messages:
+            await send(message)
