@@ -224,7 +224,7 @@ def test_an_exception_inside_the_app_still_leaves_its_log_line(edge, runtime, ht
     def broken(*args: object) -> None:
         raise RuntimeError("detail-that-must-stay-out-of-the-log")
 
-    monkeypatch.setattr(auth, "admit", broken)
+    monkeypatch.setattr(auth.Admitter, "admit", broken)
     reply = post(http, edge.url, key=user.key, X_Request_ID="catch-all-1")
     monkeypatch.undo()
     assert reply.status_code == 500 and reply.json() == {"error": "internal error"}
