@@ -1021,21 +1021,21 @@ def test_a_certificate_for_another_host_is_refused_even_from_the_trusted_ca(
 def test_the_owner_connection_defaults_to_verify_full_with_the_system_cas_and_scram():
     """What the deployed function passes to libpq when its environment says nothing about TLS:
     and a secret asking for less (sslmode=disable, another root, cleartext) changes none of it."""
-    from sessionvault.jobs import provision
+    from sessionvault.jobs import owner_connection, provision_config, provision_secrets
 
     unset = ("Host", "Port", "DbName", "PooledHost", "DatabaseCaBundle")
-    config = provision.Config.from_env(
+    config = provision_config.Config.from_env(
         {var: f"arn-{var}" for var in SETTINGS.values()} | {SETTINGS[key]: "" for key in unset}
     )
     assert (config.sslmode, config.sslrootcert) == ("verify-full", "")
-    security = provision.connection_security(config, Path("/nonexistent"))
-    params, _ = provision.owner_params(
+    security = owner_connection.connection_security(config, Path("/nonexistent"))
+    params, _ = owner_connection.owner_params(
         "postgresql://owner:pw@db.example:5432/app?sslmode=disable&sslrootcert=/tmp/x&require_auth=password",
         config,
-        provision.Scrubber(),
+        provision_secrets.Scrubber(),
         security,
     )
-    info = psycopg.conninfo.conninfo_to_dict(provision.owner_conninfo(params, 300_000))
+    info = psycopg.conninfo.conninfo_to_dict(owner_connection.owner_conninfo(params, 300_000))
     assert info["sslmode"] == "verify-full"
     assert info["require_auth"] == "scram-sha-256"
     assert Path(str(info["sslrootcert"])).is_file()  # the system store, as a file libpq can read

@@ -19,7 +19,7 @@ from typing import Any
 
 from mcp.server.apps import APP_MIME_TYPE, ResourceCsp
 
-from sessionvault.server.web.pages import STYLE
+from sessionvault.server.web.pages.style import STYLE
 
 URI = "ui://sessionvault/handoff.html"
 MIME = APP_MIME_TYPE

@@ -9,10 +9,12 @@ import hashlib
 import re
 from typing import Any
 
-from sessionvault.server.web import app_view, diff, pages
+from sessionvault.server.web import app_view, diff
+from sessionvault.server.web.pages import activity, handoffs, keys, layout, listing, signin, versions
+from sessionvault.server.web.pages import session as session_page
 
 HOSTILE = "\"><script>alert(1)</script><img src=x onerror=alert(1)>'&"
-CHROME = pages.Chrome("", 'tok"en', "sessions")
+CHROME = layout.Chrome("", 'tok"en', "sessions")
 
 
 def raw_markup(page: bytes) -> str:
@@ -50,7 +52,7 @@ def test_every_page_escapes_saved_text_and_query_values() -> None:
         "version": 1,
         "handoff": {"state": "open", "to_client": HOSTILE, "expires_at": HOSTILE},
     }
-    form = pages.search_form(CHROME, HOSTILE, HOSTILE, [HOSTILE])
+    form = listing.search_form(CHROME, HOSTILE, HOSTILE, [HOSTILE])
     entries = [
         {"version": 1, "saved_at": HOSTILE, "record": session},
         {"version": 2, "saved_at": "", "record": session},
@@ -64,16 +66,16 @@ def test_every_page_escapes_saved_text_and_query_values() -> None:
     }
     audit = {**dict.fromkeys(("at", "tool", "error_class", "oauth_client_id"), HOSTILE), "outcome": "error"}
     rendered = [
-        pages.session(CHROME, session),
-        pages.sessions(CHROME, [(HOSTILE, [listed])], form=form, repo=HOSTILE, older="/?cursor=" + HOSTILE),
-        pages.search_results(CHROME, HOSTILE, [{**listed, "score": HOSTILE}], form=form, notice=HOSTILE),
-        pages.versions(CHROME, HOSTILE, entries, 1, 2, diff.compare(session, {**session, "summary": "x"})),
-        pages.handoffs(CHROME, [{**listed, **session["handoff"], "offered_at": HOSTILE}]),
-        pages.activity(CHROME, [audit]),
-        pages.keys(CHROME, [key], can_revoke=True, have=[HOSTILE], revoked=HOSTILE),
-        pages.confirm_revoke(CHROME, key),
-        pages.signin("", HOSTILE, error=HOSTILE, notice=HOSTILE),
-        pages.message(CHROME, "", HOSTILE, HOSTILE),
+        session_page.session(CHROME, session),
+        listing.sessions(CHROME, [(HOSTILE, [listed])], form=form, repo=HOSTILE, older="/?cursor=" + HOSTILE),
+        listing.search_results(CHROME, HOSTILE, [{**listed, "score": HOSTILE}], form=form, notice=HOSTILE),
+        versions.versions(CHROME, HOSTILE, entries, 1, 2, diff.compare(session, {**session, "summary": "x"})),
+        handoffs.handoffs(CHROME, [{**listed, **session["handoff"], "offered_at": HOSTILE}]),
+        activity.activity(CHROME, [audit]),
+        keys.keys(CHROME, [key], can_revoke=True, have=[HOSTILE], revoked=HOSTILE),
+        keys.confirm_revoke(CHROME, key),
+        signin.signin("", HOSTILE, error=HOSTILE, notice=HOSTILE),
+        layout.message(CHROME, "", HOSTILE, HOSTILE),
     ]
     for page in rendered:
         assert_inert(page)
@@ -81,19 +83,21 @@ def test_every_page_escapes_saved_text_and_query_values() -> None:
 
 
 def test_links_carry_names_urlencoded() -> None:
-    page = raw_markup(pages.session(CHROME, {"name": "auto/codex/a b&c", "version": 1, "versions": [1]}))
+    page = raw_markup(
+        session_page.session(CHROME, {"name": "auto/codex/a b&c", "version": 1, "versions": [1]})
+    )
     assert 'href="/web/versions?name=auto%2Fcodex%2Fa+b%26c"' in page
-    assert pages.link("/sv", "/web/keys", revoked="", cursor=None) == "/sv/web/keys"
+    assert layout.link("/sv", "/web/keys", revoked="", cursor=None) == "/sv/web/keys"
 
 
 def test_the_page_marks_where_you_are_and_labels_every_control() -> None:
     page = raw_markup(
-        pages.keys(pages.Chrome("", "t", "keys"), [], can_revoke=False, have=["read"], revoked="")
+        keys.keys(layout.Chrome("", "t", "keys"), [], can_revoke=False, have=["read"], revoked="")
     )
     assert '<a href="/web/keys" aria-current="page">Keys</a>' in page
     assert 'class="skip" href="#main"' in page and '<main id="main" tabindex="-1">' in page
     assert "needs the <code>delete</code> scope" in page
-    form = pages.search_form(CHROME, "", "", ["github.com/a/b"])
+    form = listing.search_form(CHROME, "", "", ["github.com/a/b"])
     for control in ("q", "repo"):
         assert f'<label for="{control}">' in form and f'id="{control}"' in form
 

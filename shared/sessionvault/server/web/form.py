@@ -1,0 +1,45 @@
+"""A POST's form, read only after the checks a browser form must pass: exactly one Content-Type,
+a urlencoded form; no Origin but this server's (every one, if several came); no Sec-Fetch-Site
+but same-origin; a body within the form cap that parses. A form that fails one is refused with
+an error page; a wrong Content-Type or Origin before its body is read at all."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.types import Receive
+
+from sessionvault.server import guard
+from sessionvault.server.consent import origin_of
+from sessionvault.server.edge import FORM, form_problem, media_type, read_body, replaying
+from sessionvault.server.web.call import Call
+from sessionvault.server.web.pages.layout import message
+from sessionvault.server.web.responses import refusal
+
+
+async def read_form(call: Call, receive: Receive) -> dict[str, str]:
+    """The form's string fields, once it has passed the checks above."""
+    headers, log, root = call.scope["headers"], call.log, call.root
+    types = guard.values_of(headers, b"content-type")
+    if len(types) != 1 or media_type(types[0]) != FORM:
+        log.edge_check = "content_type"
+        raise refusal(
+            415,
+            message(None, root, "Not a form", "Send this page's own form."),
+            "validation",
+            {"Accept": FORM},
+        )
+    own = origin_of(call.base)
+    origins = guard.values_of(headers, b"origin")
+    sites = guard.values_of(headers, b"sec-fetch-site")
+    if any(o != own for o in origins) or any(s != "same-origin" for s in sites):
+        log.edge_check = "origin"
+        raise refusal(403, message(None, root, "Refused", "This form was sent from another site."), "auth")
+    body = await read_body(receive)
+    if await form_problem(call.scope, body):
+        raise refusal(
+            400,
+            message(None, root, "Unreadable form", "This form could not be read."),
+            "validation",
+        )
+    form = await Request(call.scope, replaying(body)).form()
+    return {k: v for k, v in form.items() if isinstance(v, str)}

@@ -1,0 +1,59 @@
+"""The handlers of the account's history pages, each a list of rows read for the signed-in user:
+GET /web/handoffs (every offer, newest first, with its state as the tools report it) and GET
+/web/activity (the most recent audit rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import Send
+
+from sessionvault.core import portability
+from sessionvault.db import handoffs
+from sessionvault.db import web as store
+from sessionvault.server.web.admission import Gate
+from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.pages.activity import activity
+from sessionvault.server.web.pages.handoffs import handoffs as offers_page
+from sessionvault.server.web.pages.layout import Chrome
+from sessionvault.server.web.responses import send_page
+
+OFFERS = 200
+ACTIVITY_ROWS = 100
+
+Rows = list[dict[str, Any]]
+
+
+async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
+    await _rows_page(
+        gate,
+        call,
+        send,
+        "handoffs",
+        lambda user: handoffs.offers(gate.rt.db, user, "", OFFERS),
+        lambda chrome, rows: offers_page(chrome, [portability.offer_of(r) for r in rows]),
+    )
+
+
+async def activity_page(gate: Gate, call: Call, send: Send) -> None:
+    await _rows_page(
+        gate, call, send, "activity", lambda user: store.activity(gate.rt.db, user, ACTIVITY_ROWS), activity
+    )
+
+
+async def _rows_page(
+    gate: Gate,
+    call: Call,
+    send: Send,
+    current: str,
+    read: Callable[[str], Rows],
+    render: Callable[[Chrome, Rows], bytes],
+) -> None:
+    """The signed-in user's rows, read off the event loop, as the page `render` makes of them."""
+    signed = await gate.required(call, send, current)
+    if signed is None:
+        return
+    user = signed.who.user_id
+    rows = await run(lambda: read(user))
+    await send_page(call, send, render(signed.chrome, rows))

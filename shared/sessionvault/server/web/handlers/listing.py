@@ -1,0 +1,75 @@
+"""The list page's handler (GET /): the newest sessions, grouped by repository (or one
+repository's, a page at a time), or, with search words, the vault's search; when no embedding
+provider answers, the recent sessions whose name or preview holds every word, and a notice
+saying so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import Send
+
+from sessionvault.core import records
+from sessionvault.core.vault import Principal
+from sessionvault.errors import ProviderUnavailable
+from sessionvault.server.web.admission import Gate
+from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.pages import listing
+from sessionvault.server.web.pages.layout import link
+from sessionvault.server.web.responses import send_page
+
+LISTED = 100  # sessions a page lists (older ones: the next page)
+SEARCHED = 20
+NO_SEMANTIC = (
+    "Semantic search is unavailable on this server (no embedding provider answered): showing the "
+    "recent sessions whose name or preview contains your words."
+)
+
+
+async def home(gate: Gate, call: Call, send: Send) -> None:
+    signed = await gate.required(call, send, "sessions")
+    if signed is None:
+        return
+    q, repo, cursor = (
+        call.query.get("q", "").strip(),
+        call.query.get("repo", ""),
+        call.query.get("cursor", ""),
+    )
+    listed = await run(
+        lambda: gate.rt.vault.list(
+            signed.who, records.parse(records.ListArgs, {"repo": repo, "limit": LISTED, "cursor": cursor})
+        )
+    )
+    shown: list[dict[str, Any]] = listed["sessions"]
+    canonical = records.parse(records.ListArgs, {"repo": repo}).repo
+    every = shown
+    if canonical or cursor:  # the repo choices come from the newest sessions of every repo
+        newest = await run(lambda: gate.rt.vault.list(signed.who, records.ListArgs(limit=LISTED)))
+        every = newest["sessions"]
+    repos = list(dict.fromkeys(s["repo"] for s in every))
+    form = listing.search_form(signed.chrome, q, canonical, repos)
+    if q:
+        hits, notice = await _search(gate, signed.who, q, canonical, shown)
+        body = listing.search_results(signed.chrome, q, hits, form=form, notice=notice)
+    else:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for s in shown:
+            groups.setdefault(s["repo"], []).append(s)
+        following = listed["next_cursor"]
+        older = link(call.root, "/", repo=canonical, cursor=following) if following else ""
+        body = listing.sessions(signed.chrome, list(groups.items()), form=form, repo=canonical, older=older)
+    await send_page(call, send, body)
+
+
+async def _search(
+    gate: Gate, who: Principal, q: str, repo: str, recent: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    args = records.parse(records.SearchArgs, {"query": q, "repo": repo, "max_results": SEARCHED})
+    try:
+        found = await run(lambda: gate.rt.vault.search(who, args))
+    except ProviderUnavailable:
+        words = q.lower().split()
+        hits = [s for s in recent if all(w in f"{s['name']} {s.get('preview', '')}".lower() for w in words)]
+        return hits[:SEARCHED], NO_SEMANTIC
+    results: list[dict[str, Any]] = found["results"]
+    return results, ""

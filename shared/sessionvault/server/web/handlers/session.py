@@ -1,0 +1,28 @@
+"""The session page's handler (GET /web/session?name=&version=): one saved version, loaded
+through the vault as load_session loads it (the latest when no version is named); a session or
+version the caller does not have is a 404 page."""
+
+from __future__ import annotations
+
+from starlette.types import Send
+
+from sessionvault.core import records
+from sessionvault.server.web import params
+from sessionvault.server.web.admission import Gate
+from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.pages import session
+from sessionvault.server.web.responses import NotFound, send_page
+
+
+async def session_page(gate: Gate, call: Call, send: Send) -> None:
+    signed = await gate.required(call, send, "sessions")
+    if signed is None:
+        return
+    args = records.parse(
+        records.LoadArgs,
+        {"name": params.session_name(call.query), "version": params.number(call.query, "version", 0)},
+    )
+    loaded = await run(lambda: gate.rt.vault.load(signed.who, args))
+    if not loaded.get("found"):
+        raise NotFound(str(loaded.get("hint") or "not found"))
+    await send_page(call, send, session.session(signed.chrome, loaded))

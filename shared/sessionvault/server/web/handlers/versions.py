@@ -1,0 +1,37 @@
+"""The versions page's handler (GET /web/versions?name=&a=&b=): the versions a session keeps,
+read as the export reads them, and the diff from version a to version b (by default the last
+two); a version the session does not keep is refused, naming the ones it does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.types import Send
+
+from sessionvault.core import portability
+from sessionvault.errors import ValidationFailed
+from sessionvault.server.web import diff, params
+from sessionvault.server.web.admission import Gate
+from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.pages import versions
+from sessionvault.server.web.responses import NotFound, send_page
+
+
+async def versions_page(gate: Gate, call: Call, send: Send) -> None:
+    signed = await gate.required(call, send, "sessions")
+    if signed is None:
+        return
+    name = params.session_name(call.query)
+    line = await run(lambda: portability.export_session(gate.rt.vault, signed.who, name))
+    entries: list[dict[str, Any]] = line["versions"]
+    if not entries:
+        raise NotFound(f"no session named {name!r}")
+    numbers = [int(v["version"]) for v in entries]
+    b = params.number(call.query, "b", numbers[-1])
+    a = params.number(call.query, "a", numbers[-2] if len(numbers) > 1 else numbers[-1])
+    if a not in numbers or b not in numbers:
+        kept = ", ".join(map(str, numbers))
+        raise ValidationFailed(f"session {name!r} keeps versions {kept} only")
+    by_number = {int(v["version"]): v["record"] for v in entries}
+    diffs = diff.compare(by_number[a], by_number[b])
+    await send_page(call, send, versions.versions(signed.chrome, name, entries, a, b, diffs))

@@ -1,0 +1,110 @@
+"""The list page at `/`: the search form, the recent sessions grouped by repository (each with
+its version, client, save time and handoff state, and a link to older ones), and the search
+results that replace the groups when the form has words in it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sessionvault.server.web.pages.layout import NO_REPO, Chrome, e, handoff_badge, page, when
+
+_SESSION_HEAD = (
+    '<thead><tr><th scope="col">Session</th><th scope="col">Version</th><th scope="col">Client</th>'
+    '<th scope="col">Saved</th><th scope="col">Handoff</th></tr></thead>'
+)
+
+
+def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> str:
+    rows = []
+    for s in sessions:
+        href = chrome.url("/web/session", name=s["name"])
+        preview = f'<span class="preview">{e(s["preview"])}</span>' if s.get("preview") else ""
+        unverified = (
+            ' <span class="muted">(listing not verified: open it)</span>' if s.get("unverified") else ""
+        )
+        rows.append(
+            f'<tr><td><a href="{e(href)}">{e(s["name"])}</a>{unverified}{preview}</td>'
+            f"<td>{e(str(s['version']))}</td><td>{e(s.get('client') or '')}</td>"
+            f"<td>{when(s.get('updated_at'))}</td><td>{handoff_badge(s.get('handoff'))}</td></tr>"
+        )
+    return "".join(rows)
+
+
+def _score(hit: Mapping[str, Any]) -> str:
+    return e(str(hit["score"])) if "score" in hit else '<span class="none">text match</span>'
+
+
+def search_form(chrome: Chrome, q: str, repo: str, repos: Sequence[str]) -> str:
+    options = '<option value="">All repositories</option>' + "".join(
+        f'<option value="{e(r)}"{" selected" if r == repo else ""}>{e(r or NO_REPO)}</option>'
+        for r in repos
+        if r
+    )
+    return (
+        f'<form method="get" action="{e(chrome.url("/"))}" role="search" class="search panel">'
+        '<label for="q">Search sessions</label>'
+        f'<input type="search" id="q" name="q" value="{e(q)}" maxlength="1000">'
+        f'<label for="repo">Repository</label><select id="repo" name="repo">{options}</select>'
+        '<button type="submit">Search</button></form>'
+    )
+
+
+def sessions(
+    chrome: Chrome,
+    groups: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    *,
+    form: str,
+    repo: str,
+    older: str,
+) -> bytes:
+    parts = [form]
+    if repo:
+        parts.append(
+            f"<p>Showing <strong>{e(repo)}</strong> only. "
+            f'<a href="{e(chrome.url("/"))}">All repositories</a></p>'
+        )
+    if not groups:
+        parts.append(
+            '<p class="none">No sessions saved yet. Save one from your AI client with save_session.</p>'
+        )
+    for n, (name, entries) in enumerate(groups, start=1):
+        heading = e(name or NO_REPO)
+        filtered = chrome.url("/", repo=name) if name else ""
+        more = (
+            f' <a href="{e(filtered)}" class="muted">only this repository</a>'
+            if filtered and not repo
+            else ""
+        )
+        parts.append(
+            f'<section aria-labelledby="repo-{n}"><h2 id="repo-{n}">{heading}{more}</h2>'
+            f'<table><caption class="sr-only">Sessions in {heading}</caption>{_SESSION_HEAD}'
+            f"<tbody>{_session_rows(chrome, entries)}</tbody></table></section>"
+        )
+    if older:
+        parts.append(f'<p><a href="{e(older)}">Older sessions</a></p>')
+    return page(chrome, "Sessions", "".join(parts))
+
+
+def search_results(
+    chrome: Chrome, q: str, hits: Sequence[Mapping[str, Any]], *, form: str, notice: str
+) -> bytes:
+    told = f'<p class="notice" role="status">{e(notice)}</p>' if notice else ""
+    if not hits:
+        body = '<p class="none">Nothing matched.</p>'
+    else:
+        rows = "".join(
+            f'<tr><td><a href="{e(chrome.url("/web/session", name=h["name"]))}">{e(h["name"])}</a>'
+            f'<span class="preview">{e(h.get("summary") or h.get("preview") or "")}</span></td>'
+            f"<td>{e(h.get('repo') or NO_REPO)}</td><td>{e(str(h.get('version', '')))}</td>"
+            f"<td>{_score(h)}</td></tr>"
+            for h in hits
+        )
+        body = (
+            f'<table><caption>Results for “{e(q)}”</caption><thead><tr><th scope="col">Session</th>'
+            '<th scope="col">Repository</th><th scope="col">Version</th><th scope="col">Score</th>'
+            "</tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
+    back = f'<p><a href="{e(chrome.url("/"))}">All sessions</a></p>'
+    return page(chrome, "Search", form + told + body + back)
