@@ -13,8 +13,7 @@ import pytest
 from sessionvault import telemetry
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import mcp_endpoint
-from sessionvault.server import guard
+from sessionvault.server import guard, mcp_endpoint
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.settings import Settings
 
