@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from sessionvault import telemetry
+from ..support.logs import LogCatcher
 
 PROTOCOL_VERSION = "2025-06-18"
 HOST = b"127.0.0.1:8000"
@@ -156,48 +156,6 @@ class AsgiClient:
         if tasks:
             self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         self.loop.close()
-
-
-class LogCatcher(logging.Handler):
-    """The app's one JSON line per request, formatted exactly as the Powertools logger writes
-    it to stdout (same formatter), plus any error line a module logs along the way."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(telemetry.logger().registered_formatter)
-        self.lines: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        line = json.loads(self.format(record))
-        with self._lock:
-            self.lines.append(line)
-
-    def requests(self) -> list[dict[str, Any]]:
-        return [line for line in self.lines if line.get("message") == "request"]
-
-    def take(self) -> list[dict[str, Any]]:
-        """Every line caught so far, and forget them."""
-        with self._lock:
-            lines, self.lines = self.lines, []
-        return lines
-
-    def last_request(self) -> dict[str, Any]:
-        found = self.requests()
-        assert found, "the app logged no request line"
-        return found[-1]
-
-
-@contextmanager
-def catch_logs() -> Iterator[LogCatcher]:
-    telemetry.logger()  # built (with its stdout handler) before ours is added
-    catcher = LogCatcher()
-    logger = logging.getLogger("sessionvault")
-    logger.addHandler(catcher)
-    try:
-        yield catcher
-    finally:
-        logger.removeHandler(catcher)
 
 
 @contextmanager

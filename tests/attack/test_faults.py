@@ -27,8 +27,9 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.app import SessionVaultApp
 
 from ..conftest import ServerThread, User, free_port
+from ..support.logs import catch_logs
 from .conftest import EMBED_MODEL, GENERATED, attack_settings
-from .support import PROTOCOL_VERSION, AsgiClient, FakeEmbeddings, catch_logs, mcp_headers, tool_call
+from .support import PROTOCOL_VERSION, AsgiClient, FakeEmbeddings, mcp_headers, tool_call
 
 TAG = "sv-attack-faults"  # application_name of the serving pool: only its backends get killed
 UNAVAILABLE = 503

@@ -33,9 +33,10 @@ from sessionvault.runtime import Runtime
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.server.edge import UNAUTHORIZED
 
+from ..support.logs import catch_logs
 from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled
 from .strategies import CHARS, FORM_BODIES, FORM_TYPE, JSON, LEGACY_VERSIONS, MODERN, NAME_POOL
-from .support import HOST, Fuzzer, Req, catch_logs
+from .support import HOST, Fuzzer, Req
 
 FUZZ = settings(
     deadline=None,

@@ -23,9 +23,10 @@ from sessionvault.runtime import Runtime
 from sessionvault.server import tools
 from sessionvault.server.app import SessionVaultApp
 
+from ..support.logs import catch_logs
 from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled
 from .strategies import CHARS, arguments, envelope, values
-from .support import Fuzzer, Outcome, Req, catch_logs, mcp_headers
+from .support import Fuzzer, Outcome, Req, mcp_headers
 
 SPECS = {spec.name: spec for spec in tools.TOOLS}
 SCHEMAS = {tool.name: tool.input_schema for tool in tools.definitions()}

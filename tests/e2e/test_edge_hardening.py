@@ -30,8 +30,10 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server import auth
 from sessionvault.server import edge as edge_module
 from sessionvault.server.app import SessionVaultApp
+from sessionvault.server.mcp_endpoint import McpEndpoint
 
 from ..conftest import ServerThread, admin_db, free_port, make_settings, make_user
+from ..support.logs import LogCatcher, catch_logs
 
 LIST_TOOLS = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
 JSON = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -70,16 +72,13 @@ def request_lines(out: str) -> list[dict[str, Any]]:
     return [x for x in lines if x.get("message") == "request"]
 
 
-def logged_until(capfd: pytest.CaptureFixture[str], request_id: str) -> str:
-    """What the server wrote to stdout until the log line of `request_id` (it is written just
-    after the answer is sent, so it may come a moment after the client has its reply)."""
-    out, deadline = "", time.monotonic() + 5
-    while time.monotonic() < deadline:
-        out += capfd.readouterr().out
-        if f'"correlation_id":"{request_id}"' in out:
-            break
-        time.sleep(0.02)
-    return out
+def logged_until(capfd: pytest.CaptureFixture[str], logs: LogCatcher, request_id: str) -> str:
+    """What the server wrote to stdout, once the log line of `request_id` is out (it is written
+    just after the answer is sent, so it may come a moment after the client has its reply).
+    Waited for on `logs`, not by polling capfd: reading it while the server writes can lose
+    the line. The catcher hears a line after the stdout handler has written it."""
+    logs.requests_until(lambda lines: any(x.get("correlation_id") == request_id for x in lines))
+    return capfd.readouterr().out
 
 
 @pytest.fixture(scope="module")
@@ -225,10 +224,11 @@ def test_an_exception_inside_the_app_still_leaves_its_log_line(edge, runtime, ht
         raise RuntimeError("detail-that-must-stay-out-of-the-log")
 
     monkeypatch.setattr(auth.Admitter, "admit", broken)
-    reply = post(http, edge.url, key=user.key, X_Request_ID="catch-all-1")
-    monkeypatch.undo()
+    with catch_logs() as logs:
+        reply = post(http, edge.url, key=user.key, X_Request_ID="catch-all-1")
+        monkeypatch.undo()
+        out = logged_until(capfd, logs, "catch-all-1")
     assert reply.status_code == 500 and reply.json() == {"error": "internal error"}
-    out = logged_until(capfd, "catch-all-1")
     (line,) = [x for x in request_lines(out) if x["correlation_id"] == "catch-all-1"]
     assert (line["status"], line["error_class"], line["failure"]) == (500, "internal", "RuntimeError")
     assert line["level"] == "ERROR" and "detail-that-must-stay-out" not in out
@@ -243,7 +243,7 @@ def test_an_admitted_call_that_crashes_keeps_its_audit_row_marked_internal(
     async def broken(*args: object) -> None:
         raise ValueError("boom")
 
-    monkeypatch.setattr(SessionVaultApp, "_dispatch", broken)
+    monkeypatch.setattr(McpEndpoint, "_dispatch", broken)
     assert post(http, edge.url, key=user.key).status_code == 500
     monkeypatch.undo()
     deadline, rows = time.monotonic() + 5, []
@@ -403,9 +403,10 @@ def test_a_callers_request_id_is_kept_only_in_its_fixed_shape(edge, runtime, pg,
     good = f"req-{secrets.token_hex(4)}"
     marker = secrets.token_hex(6)
     odd = [f"evil {marker}", f'x","user_id":"{marker}', "a" * 60 + marker, f"<b>{marker}</b>", f"{marker}/x"]
-    for rid in [*odd, good]:
-        assert post(http, edge.url, key=user.key, X_Request_ID=rid).status_code == 200
-    out = logged_until(capfd, good)
+    with catch_logs() as logs:
+        for rid in [*odd, good]:
+            assert post(http, edge.url, key=user.key, X_Request_ID=rid).status_code == 200
+        out = logged_until(capfd, logs, good)
     with psycopg.connect(pg.owner_url) as conn:
         rows = conn.execute("SELECT request_id FROM audit_events WHERE user_id = %s", (user.id,)).fetchall()
     ids = sorted(r[0] for r in rows)

@@ -13,6 +13,7 @@ from sessionvault.db import identity as accounts
 from sessionvault.db.audit import salted_hash
 
 from ..conftest import ServerThread, admin_db, make_settings, make_user, mcp_client
+from ..support.logs import catch_logs
 
 pytestmark = pytest.mark.anyio
 
@@ -145,33 +146,33 @@ def audit_rows(url: str, sql: str, *params, expect: int, settled=lambda rows: Tr
         time.sleep(0.05)
 
 
-def test_every_auth_failure_is_byte_identical(server, runtime, pg, capfd):
+def test_every_auth_failure_is_byte_identical(server, runtime, pg):
     revoked, disabled = make_user(runtime), make_user(runtime)
     accounts.revoke_key(admin_db(), revoked.key)
     accounts.disable_user(admin_db(), disabled.id)
     unknown = "sv_live_" + "A" * 32
     agent = {"User-Agent": f"auth-test/{os.urandom(4).hex()}"}  # would mark this test's audit rows
     ids = [f"auth-{os.urandom(4).hex()}" for _ in range(5)]
-    responses = [
-        raw_post(server.url, LIST_TOOLS, unknown, **agent, **{"X-Request-ID": ids[0]}),
-        raw_post(server.url, LIST_TOOLS, revoked.key, **agent, **{"X-Request-ID": ids[1]}),
-        raw_post(server.url, LIST_TOOLS, disabled.key, **agent, **{"X-Request-ID": ids[2]}),
-        raw_post(server.url, LIST_TOOLS, **agent, **{"X-Request-ID": ids[3]}),
-        raw_post(
-            server.url, LIST_TOOLS, Authorization="Basic dXNlcjpwYXNz", **agent, **{"X-Request-ID": ids[4]}
-        ),
-    ]
+    with catch_logs() as logs:
+        responses = [
+            raw_post(server.url, LIST_TOOLS, unknown, **agent, **{"X-Request-ID": ids[0]}),
+            raw_post(server.url, LIST_TOOLS, revoked.key, **agent, **{"X-Request-ID": ids[1]}),
+            raw_post(server.url, LIST_TOOLS, disabled.key, **agent, **{"X-Request-ID": ids[2]}),
+            raw_post(server.url, LIST_TOOLS, **agent, **{"X-Request-ID": ids[3]}),
+            raw_post(
+                server.url,
+                LIST_TOOLS,
+                Authorization="Basic dXNlcjpwYXNz",
+                **agent,
+                **{"X-Request-ID": ids[4]},
+            ),
+        ]
+        logged = logs.requests_until(lambda lines: {x.get("correlation_id") for x in lines} >= set(ids))
     shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in responses}
     metadata = server.url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp"
     assert shapes == {(401, b'{"error": "unauthorized"}', f'Bearer resource_metadata="{metadata}"')}
     # The reason stays server-side: in the log line (and a counter), never one stored row each.
-    lines, deadline, pending = {}, time.monotonic() + 15, ""
-    while len(lines) < 5 and time.monotonic() < deadline:  # written just after each answer
-        # A read can end inside a line: keep the unfinished tail for the next read.
-        *complete, pending = (pending + capfd.readouterr().out).split("\n")
-        logged = [json.loads(x) for x in complete if x.startswith('{"level"')]
-        lines.update({x["correlation_id"]: x for x in logged if x.get("correlation_id") in ids})
-        time.sleep(0.02)
+    lines = {x["correlation_id"]: x for x in logged if x.get("correlation_id") in ids}
     assert [lines[i]["auth_reason"] for i in ids] == [
         "unknown_key",
         "revoked_key",
