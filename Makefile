@@ -66,8 +66,16 @@ system-packages:
 	  { $$SUDO apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing >/dev/null; }; \
 	fi
 
-dev: $(STAMP)
-	$(BIN)/sessionvault dev
+# `sessionvault` on PATH: a symlink ~/.local/bin/sessionvault -> $(BIN)/sessionvault, made once
+# per virtualenv (so an `rm` of it stays undone) and never over anything else (sessionvault link).
+LINK_STAMP := $(VENV)/.linked-stamp
+$(LINK_STAMP): | $(STAMP)
+	@$(BIN)/sessionvault link || true
+	@touch $(LINK_STAMP)
+
+# `make dev PORT=9000` serves on that port (else $$SESSIONVAULT_PORT, config.toml's, 8765).
+dev: $(STAMP) $(LINK_STAMP)
+	$(BIN)/sessionvault dev$(if $(PORT), --port $(PORT))
 
 test: $(TEST_STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .

@@ -11,13 +11,17 @@ from typing import Any
 from sessionvault.errors import AccountError, ConfigError
 from sessionvault.names import LOCAL_USER
 
+# Actions that only look: they never make a state folder (a typo in $SESSIONVAULT_HOME is
+# named, not answered with the empty lists of a fresh database).
+READ_ONLY = frozenset({"list_users", "list_keys"})
+
 
 def act(action: str, **params: Any) -> dict[str, Any]:
     """Run one admin action on this machine's target database; raise on refusal."""
     from sessionvault.jobs import admin
     from sessionvault.local import target
 
-    with target.admin_runtime(target.current()) as rt:
+    with target.admin_runtime(target.current(create=action not in READ_ONLY)) as rt:
         result = admin.dispatch(rt, {"action": action, **params})
     if not result.get("ok"):
         raise AccountError(str(result.get("error", "refused")))
@@ -144,7 +148,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
         from sessionvault.jobs import admin
         from sessionvault.local import target
 
-        with target.admin_runtime(target.current()) as rt:
+        with target.admin_runtime(target.current(create=event["action"] not in READ_ONLY)) as rt:
             result = admin.dispatch(rt, event)
     print(json.dumps(result, indent=2, default=str))
     return 0 if result.get("ok") else 1

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import api_client, target
+from sessionvault.local import api_client, config, target
 from sessionvault.local.capture import switch
 from sessionvault.local.capture.clients import READERS
 from sessionvault.local.capture.hook import SEND_TIMEOUT_S, checkpoint_args
@@ -75,10 +75,10 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_capture(args: argparse.Namespace) -> int:
-    state, repo = target.state_folder(), current_repo()
+    cfg, repo = config.load(), current_repo()
     if args.state != "status":
-        switch.set_repo(state, repo, on=args.state == "on")
-    why = switch.disabled(os.environ, state, repo)
+        switch.set_repo(cfg.state, repo, on=args.state == "on")
+    why = switch.disabled(cfg, repo)
     print(f"automatic checkpoints for {repo}: " + (f"off ({why})" if why else "on"))
     return 0
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import hooks
+from sessionvault.local import profile as shell_profile
+from sessionvault.local.config import SERVER_URL_HELP, URL_HELP
 from sessionvault.local.connect import files, registry
 from sessionvault.local.rpc import require_safe_url
-from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+from sessionvault.names import KEY_ENV
 
 
 def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +32,7 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--url",
         default=None,
-        help=f"server URL (default: ${URL_ENV}, else the deployed stack's, else {DEFAULT_URL})",
+        help=f"server URL (default: {SERVER_URL_HELP})",
     )
     p.add_argument(
         "--key", default=None, help=f"API key (default: ${KEY_ENV}, else the deployed stack's saved key)"
@@ -122,12 +124,7 @@ def _where_the_key_goes(title: str, key: str) -> None:
     """Env-reference mode writes `$SESSIONVAULT_API_KEY`, not the key: say where the key goes."""
     if os.environ.get(KEY_ENV, "").strip() == key.strip():
         return  # this shell already exports it; the client started from here sees it
-    shell = Path(os.environ.get("SHELL") or "sh").name
-    profile, line = {
-        "zsh": ("~/.zshrc", f"export {KEY_ENV}=<key>"),
-        "bash": ("~/.bashrc", f"export {KEY_ENV}=<key>"),
-        "fish": ("~/.config/fish/config.fish", f"set -gx {KEY_ENV} <key>"),
-    }.get(shell, ("~/.profile", f"export {KEY_ENV}=<key>"))
+    profile, line = shell_profile.profile(), shell_profile.export_line(KEY_ENV, "<key>")
     shown = key_prefix(key)
     print(
         f"note: the config refers to ${KEY_ENV}; the --key you gave is NOT written into it.\n"
@@ -155,18 +152,14 @@ def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=bridge.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sp.add_argument(
-        "--url",
-        default=os.environ.get(URL_ENV) or DEFAULT_URL,
-        help=f"the remote server's MCP endpoint (default: ${URL_ENV} or %(default)s)",
-    )
+    sp.add_argument("--url", default=None, help=f"the remote server's MCP endpoint (default: {URL_HELP})")
     sp.set_defaults(func=_run_bridge)
 
 
 def _run_bridge(args: argparse.Namespace) -> int:
-    from sessionvault.local import bridge
+    from sessionvault.local import bridge, config
 
-    bridge.run(args.url, os.environ.get(KEY_ENV, "").strip())
+    bridge.run(args.url or config.load().url, os.environ.get(KEY_ENV, "").strip())
     return 0
 
 
@@ -178,7 +171,7 @@ def add_doctor(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "which clients are configured; print the command that fixes each problem. "
         "Exit code 0 when all is well, 1 otherwise.",
     )
-    p.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    p.add_argument("--url", default=None, help=f"server URL (default: {SERVER_URL_HELP})")
     p.set_defaults(func=_run_doctor)
 
 

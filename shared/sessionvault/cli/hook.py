@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from sessionvault.local import context
-from sessionvault.names import DEFAULT_URL, URL_ENV
+from sessionvault.local.config import URL_HELP
+from sessionvault.names import URL_ENV
 
 
 def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +25,7 @@ def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument(
         "--client", default="claude-code", help=f"{', '.join(context.OUTPUT)} (default: claude-code)"
     )
-    p.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    p.add_argument("--url", default=None, help=f"server URL (default: {URL_HELP})")
     p.set_defaults(func=_run_session_start)
     c = events.add_parser(
         "checkpoint",
@@ -33,7 +34,7 @@ def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "(no model), redact it, spool it and send it. Always exits 0 and prints nothing.",
     )
     c.add_argument("--client", default="claude-code", help="the client whose transcript to read")
-    c.add_argument("--url", default=None, help=f"server URL (default: ${URL_ENV} or {DEFAULT_URL})")
+    c.add_argument("--url", default=None, help=f"server URL (default: {URL_HELP})")
     c.set_defaults(func=_run_checkpoint)
 
 

@@ -14,7 +14,18 @@ from sessionvault.errors import SessionVaultError
 
 
 def parser() -> argparse.ArgumentParser:
-    from sessionvault.cli import accounts, backup, capture, clients, deploy, hook, server, sessions
+    from sessionvault.cli import (
+        accounts,
+        backup,
+        capture,
+        clients,
+        config,
+        deploy,
+        hook,
+        link,
+        server,
+        sessions,
+    )
 
     p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
     p.add_argument("--version", action="version", version=f"sessionvault {version()}")
@@ -27,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
     backup.add_parsers(sub)
     sessions.add_parsers(sub)
     deploy.add_parsers(sub)
+    config.add_parsers(sub)
+    link.add_parsers(sub)
     return p
 
 

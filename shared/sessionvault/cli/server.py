@@ -9,16 +9,17 @@ import os
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import statelock
+from sessionvault.local import config, statelock
 from sessionvault.local.statelock import StateLock
 from sessionvault.names import DEFAULT_HOST, DEFAULT_PORT, LOCAL_USER, PORT_ENV
-from sessionvault.settings import default_home
 
 if TYPE_CHECKING:
+    from sessionvault.core.embeddings import Embedder
     from sessionvault.local.target import Target
 
 
@@ -62,8 +63,7 @@ def serve(
     from sessionvault.server.app import SessionVaultApp
 
     rt = open_runtime(t.settings)
-    # Load a local model now, not inside the first save_session (it takes seconds).
-    threading.Thread(target=rt.vault.embedder.embed, args=("warm up",), daemon=True).start()
+    warm_up(rt.vault.embedder)
     # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
     upkeep = Upkeep.for_target(t).start()
     # The lock is what refuses a second server and a master-key rotation; server.pid is only
@@ -90,6 +90,30 @@ def serve(
             lock.release()
 
 
+WARM_MARK = "Local embedding model loaded"  # the line the warm-up prints when the model is ready
+
+
+def warm_up(embedder: Embedder) -> threading.Thread | None:
+    """Load the local model now, in the background, not inside the first search_sessions or
+    save_session (loading it and the first pass take seconds); says when it is ready. Other
+    embedders have nothing to load (a call to OpenAI would only spend a request)."""
+    from sessionvault.core.embeddings import LocalEmbedder
+
+    if not isinstance(embedder, LocalEmbedder):
+        return None
+
+    def load() -> None:
+        started = time.monotonic()
+        if embedder.embed("warm up") is None:  # the embedder has logged why, with the fix
+            print("The local embedding model did not load: sessions are saved without embeddings", flush=True)
+            return
+        print(f"{WARM_MARK} ({embedder.model}, {time.monotonic() - started:.1f} s)", flush=True)
+
+    thread = threading.Thread(target=load, name="sessionvault-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def _claim(home: Path | None, host: str, port: int) -> tuple[socket.socket, StateLock | None]:
     """The port, then the state folder (when there is one): refused before anything is printed."""
     sock = statelock.bind(host, port)
@@ -104,14 +128,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from sessionvault.local import target
     from sessionvault.local.connect.registry import quickstart
 
-    home = default_home()
-    sock, lock = _claim(home, args.host, args.port)
+    cfg = config.load(flags={"port": args.port})
+    home, port = cfg.state, cfg.port
+    sock, lock = _claim(home, args.host, port)
     try:
         print(f"Starting the embedded PostgreSQL in {home} ...", flush=True)
-        t = target.embedded_target(home)
+        t = target.embedded_target(cfg)
         print(f"State folder: {home}  (database, master key, audit salt; delete it to start over)")
+        if cfg.file.exists():
+            print(f"Configuration: {cfg.file}  (sessionvault config show)")
         print(f"Embeddings: {t.settings.embeddings}")
-        url = f"http://{args.host}:{args.port}/mcp"
+        url = f"http://{args.host}:{port}/mcp"
         with target.admin_runtime(t) as rt:
             key = target.ensure_user(rt, LOCAL_USER, "make dev")
         if key:
@@ -126,24 +153,25 @@ def cmd_dev(args: argparse.Namespace) -> int:
         if lock is not None:
             lock.release()
         raise
-    serve(t, args.host, args.port, sock=sock, lock=lock)
+    serve(t, args.host, port, sock=sock, lock=lock)
     return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from sessionvault.local import target
 
-    external = bool(os.environ.get("DATABASE_URL"))
-    sock, lock = _claim(None if external else default_home(), args.host, args.port)
+    cfg = config.load(flags={"port": args.port})
+    external = bool(cfg.env.get("DATABASE_URL"))
+    sock, lock = _claim(None if external else cfg.state, args.host, cfg.port)
     try:
-        t = target.current()
+        t = target.current(cfg=cfg)
         check_database(t.settings.database_url)
     except BaseException:
         sock.close()
         if lock is not None:
             lock.release()
         raise
-    serve(t, args.host, args.port, sock=sock, lock=lock)
+    serve(t, args.host, cfg.port, sock=sock, lock=lock)
     return 0
 
 
@@ -160,10 +188,11 @@ def cmd_rotate_master_key(args: argparse.Namespace) -> int:
     """Local mode: re-wrap every DEK under a new master key, then retire the old one."""
     from sessionvault.local import masterkey, target
 
-    home = default_home()
+    cfg = config.load()
+    home = cfg.state
     # Refused while a server holds the folder: it keeps the old key and would fail every request.
     statelock.refuse_if_held(home, "rotating the master key")
-    with target.admin_runtime(target.embedded_target(home)) as rt:
+    with target.admin_runtime(target.embedded_target(cfg)) as rt:
         result = masterkey.rotate(rt, home)
     retired = result.pop("retired", None)
     print(json.dumps(result))
@@ -190,6 +219,9 @@ def cmd_service(args: argparse.Namespace) -> int:
     return service.logs(s, follow=args.follow, lines=args.lines)
 
 
+PORT_HELP = f"the port to serve on (default: ${PORT_ENV}, else config.toml's port, else {DEFAULT_PORT})"
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, fn, help_ in (
         ("dev", cmd_dev, "embedded Postgres + local keys + local user, then serve"),
@@ -197,7 +229,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     ):
         sp = sub.add_parser(name, help=help_)
         sp.add_argument("--host", default=DEFAULT_HOST)
-        sp.add_argument("--port", type=int, default=int(os.environ.get(PORT_ENV, DEFAULT_PORT)))
+        sp.add_argument("--port", type=int, default=None, help=PORT_HELP)
         sp.set_defaults(func=fn)
     sp = sub.add_parser("service", help="run the server in the background (systemd user unit, launchd agent)")
     actions = sp.add_subparsers(dest="action", required=True)
@@ -212,12 +244,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "--platform", choices=("linux", "darwin"), help="the OS to write for (default: this one)"
         )
         if action == "install":
-            ap.add_argument(
-                "--port",
-                type=int,
-                default=None,
-                help=f"the port the service serves on (default: ${PORT_ENV}, else {DEFAULT_PORT})",
-            )
+            ap.add_argument("--port", type=int, default=None, help=PORT_HELP)
             ap.add_argument("--print", action="store_true", help="print the unit (or plist) only")
         if action == "logs":
             ap.add_argument("-f", "--follow", action="store_true")

@@ -23,7 +23,8 @@ from sessionvault.errors import ConfigError, ValidationFailed
 from sessionvault.local import api_client as client
 from sessionvault.local import diff
 from sessionvault.local.api_client import Api
-from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+from sessionvault.local.config import SERVER_URL_HELP
+from sessionvault.names import KEY_ENV
 
 LIST_PAGE = 100  # the API's largest page
 
@@ -37,7 +38,7 @@ def connection_options() -> argparse.ArgumentParser:
     p.add_argument(
         "--url",
         default=None,
-        help=f"the server (its /mcp URL; default: ${URL_ENV}, else the deployed stack's, else {DEFAULT_URL})",
+        help=f"the server (its /mcp URL; default: {SERVER_URL_HELP})",
     )
     p.add_argument(
         "--key", default=None, help=f"API key (default: ${KEY_ENV}, else the deployed stack's saved key)"

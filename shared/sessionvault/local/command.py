@@ -22,11 +22,18 @@ MODULE = "sessionvault.cli.main"
 RUN_TIMEOUT_S = 10.0
 
 
+def script() -> Path | None:
+    """The `sessionvault` script of the environment this code runs in (its venv's bin folder),
+    when it has one: found without resolving the interpreter symlink, which would leave the
+    venv. Run through a link on PATH (~/.local/bin/sessionvault), it is still the venv's."""
+    beside = Path(os.path.abspath(sys.executable)).parent / NAME
+    return beside if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
 def sessionvault_argv() -> list[str]:
     """The argv prefix that runs `sessionvault` from any environment, absolute paths only."""
-    # The venv's bin folder, without resolving the interpreter symlink (that would leave the venv).
-    beside = Path(os.path.abspath(sys.executable)).parent / NAME
-    if beside.is_file() and os.access(beside, os.X_OK):
+    beside = script()
+    if beside is not None:
         return [str(beside)]
     found = shutil.which(NAME)
     if found:

@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.core import framing
-from sessionvault.errors import ToolCallFailed
-from sessionvault.local import rpc
+from sessionvault.errors import ConfigError, ToolCallFailed
+from sessionvault.local import config, rpc
 from sessionvault.local.capture.spool import Spool
 from sessionvault.local.drift import Late, age, drift_line, handoff_line, measure_drift, open_offer, when
 from sessionvault.local.repo import Drift, current_repo
-from sessionvault.local.target import state_folder
-from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+from sessionvault.names import KEY_ENV
 
 TIMEOUT_S = 0.8  # git + connect + request + response, all together
 CONTEXT_CAP = 2000  # characters of markdown handed to the model
@@ -197,14 +196,18 @@ def session_context(
     `client` (the hook's --client) decides which handoffs are open for this client."""
     started = time.monotonic()
     env = os.environ if env is None else env
-    url = url or env.get(URL_ENV) or DEFAULT_URL
+    try:
+        cfg = config.load(env)
+    except ConfigError as exc:  # a broken config.toml: said, and the start goes on
+        return _note(f"{exc}; so no earlier session was loaded.")
+    url = url or cfg.url
     key = env.get(KEY_ENV, "").strip()
     if not key:
         return _note(
             f"{KEY_ENV} is not set where this client runs, so no earlier session was loaded; {DOCTOR}."
         )
     try:
-        spool = Spool(state_folder(env))
+        spool = Spool(cfg.state)
         repo, reply = rpc.within(timeout, _fetch, url, key, cwd, timeout, client, spool)
     except TimeoutError:
         return _note(f"no answer from {url} within {timeout} s, so no earlier session was loaded; {DOCTOR}.")

@@ -15,10 +15,11 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local import command, hooks, rpc, target
+from sessionvault.local import command, config, hooks, rpc, target
 from sessionvault.local.capture.spool import Spool
+from sessionvault.local.config import Config
 from sessionvault.local.connect import files, registry
-from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, KEY_ENV, SERVER_NAME, URL_ENV
+from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, HOME_ENV, KEY_ENV, SERVER_NAME, URL_ENV
 
 TIMEOUT_S = 3.0
 HOOK_PROBE = ["hook", "session-start", "--help"]  # quick: no network, exits 0
@@ -46,20 +47,35 @@ def _same_url(a: Any, b: str) -> bool:
     return isinstance(a, str) and a.strip().rstrip("/") == b.strip().rstrip("/")
 
 
-def _with_url(command: str, url: str) -> str:
-    return command if url == DEFAULT_URL else f"{command} --url {url}"
+def _with_url(command: str, url: str, default: str = DEFAULT_URL) -> str:
+    """`command`, with --url unless `url` is what the command resolves by itself."""
+    return command if url == default else f"{command} --url {url}"
 
 
 def _shown(path: Path, home: Path) -> str:
     return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
-def check_server(url: str, timeout: float = TIMEOUT_S) -> Check:
+def check_state(cfg: Config) -> list[Check]:
+    """Which state folder (and configuration) this machine's commands use. A missing one is a
+    problem only when $SESSIONVAULT_HOME names it: the default one may rightly not exist (a
+    remote server), and nothing here creates it."""
+    problem = config.no_state(cfg)
+    if not problem:
+        where = f" (config: {cfg.file})" if cfg.file.exists() else ""
+        return [Check(True, f"state folder {cfg.state}{where}")]
+    if cfg.state_source == config.DEFAULT:
+        return [Check(None, problem)]
+    return [Check(False, problem, f"export {HOME_ENV}=<the folder your server uses>, or sessionvault dev")]
+
+
+def check_server(url: str, timeout: float = TIMEOUT_S, dev_port: int = DEFAULT_PORT) -> Check:
+    """`dev_port`: the port a plain `sessionvault dev` serves on here (the configured one)."""
     health = health_url(url)
     parts = urlsplit(url)
     if parts.hostname in rpc.LOOPBACK:
         port = parts.port or 80
-        fix = "sessionvault dev" if port == DEFAULT_PORT else f"sessionvault dev --port {port}"
+        fix = "sessionvault dev" if port == dev_port else f"sessionvault dev --port {port}"
     else:
         fix = f"export {URL_ENV}=https://<your server>/mcp"
     try:
@@ -145,8 +161,11 @@ def check_command(argv: list[str] | None, sub: list[str], what: str, fix: str) -
     return [Check(True, f"{what} `{shown}` runs")]
 
 
-def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[str]]:
-    """One line per configured client; the names of the configured ones."""
+def check_clients(
+    url: str, *, home: Path, cwd: Path, default: str = DEFAULT_URL
+) -> tuple[list[Check], set[str]]:
+    """One line per configured client; the names of the configured ones. `default`: the URL
+    `connect` resolves without --url (its fixes leave --url out for that one)."""
     out: list[Check] = []
     configured: set[str] = set()
     missing: list[str] = []
@@ -168,7 +187,7 @@ def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[
             continue
         configured.add(name)
         got = _entry_url(spec, entry)
-        fix = _with_url(f"sessionvault connect {name} --apply", url)
+        fix = _with_url(f"sessionvault connect {name} --apply", url, default)
         if _same_url(got, url):
             out.append(Check(True, f"{spec.title}: {shown} -> {url}"))
         else:
@@ -184,7 +203,7 @@ def check_clients(url: str, *, home: Path, cwd: Path) -> tuple[list[Check], set[
             Check(
                 False,
                 "no client is configured to use SessionVault",
-                _with_url("sessionvault connect claude-code --apply", url),
+                _with_url("sessionvault connect claude-code --apply", url, default),
             )
         )
     elif missing:
@@ -247,12 +266,13 @@ def check_spool(state: Path) -> list[Check]:
 def run_checks(
     url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
 ) -> list[Check]:
-    server = check_server(url, timeout)
-    found = target.default_key(env, target.state_folder(env, home), url)
-    out = [server, *check_key(url, found, reachable=server.ok is True, timeout=timeout)]
-    client_checks, configured = check_clients(url, home=home, cwd=cwd)
-    spooled = check_spool(target.state_folder(env, home))
-    return out + client_checks + check_hooks(configured, home=home, cwd=cwd) + spooled
+    cfg = config.load(env, user_home=home)
+    server = check_server(url, timeout, cfg.port)
+    found = target.default_key(env, cfg.state, url)
+    out = [*check_state(cfg), server, *check_key(url, found, reachable=server.ok is True, timeout=timeout)]
+    default = str(target.server_url(cfg).value)
+    client_checks, configured = check_clients(url, home=home, cwd=cwd, default=default)
+    return out + client_checks + check_hooks(configured, home=home, cwd=cwd) + check_spool(cfg.state)
 
 
 def run(
@@ -264,10 +284,11 @@ def run(
     out: TextIO | None = None,
     timeout: float = TIMEOUT_S,
 ) -> int:
-    """Print every check; 0 when none failed, 1 otherwise."""
+    """Print every check; 0 when none failed, 1 otherwise. The URL: `url`, else what the
+    configuration resolves (`target.server_url`)."""
     env = os.environ if env is None else env
     home = home or Path.home()
-    url = url or target.default_url(env, target.state_folder(env, home))
+    url = url or str(target.server_url(config.load(env, user_home=home)).value)
     out = out or sys.stdout
     checks = run_checks(url, env=env, home=home, cwd=cwd or Path.cwd(), timeout=timeout)
     print(f"SessionVault doctor: {url}", file=out)

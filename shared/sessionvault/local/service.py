@@ -7,9 +7,11 @@ macOS: a launchd agent (~/Library/LaunchAgents/dev.sessionvault.plist), RunAtLoa
 on failure, logs under ~/Library/Logs/SessionVault.
 
 The service runs this very `sessionvault` (by its absolute path) with `dev` for the embedded
-default (it creates the local user on a first start) or `serve` when DATABASE_URL is set, and
-the state folder, port and the other SESSIONVAULT_* / DATABASE_* settings of the environment
-`install` ran in. The file may hold secrets from that environment: it is written 0600."""
+default (it creates the local user on a first start) or `serve` when DATABASE_URL is set, with
+the state folder and port of the configuration `install` ran in (`local/config.py`: flag, then
+environment, then the state folder's config.toml, which the service itself reads too) and the
+other SESSIONVAULT_* / DATABASE_* settings of that environment. The file may hold secrets from
+that environment: it is written 0600."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import command
-from sessionvault.names import DEFAULT_PORT, HOME_ENV, KEY_ENV, PORT_ENV, URL_ENV
+from sessionvault.local import command, config
+from sessionvault.names import HOME_ENV, KEY_ENV, PORT_ENV, URL_ENV
 
 UNIT = "sessionvault.service"
 LABEL = "dev.sessionvault"
@@ -88,16 +90,12 @@ def build(
     user_home: Path | None = None,
     program: Sequence[str] | None = None,
 ) -> Service:
-    """The service for this environment: `env`'s state folder, port and server settings."""
+    """The service for this environment: its configuration's state folder and port (`--port`,
+    else $SESSIONVAULT_PORT, else config.toml's, else the default) and its server settings."""
     env = dict(os.environ if env is None else env)
     user_home = (user_home or Path.home()).absolute()
-    state = Path(env.get(HOME_ENV) or user_home / ".sessionvault").expanduser().absolute()
-    if port is None:
-        raw = env.get(PORT_ENV, "")
-        try:
-            port = int(raw) if raw else DEFAULT_PORT
-        except ValueError:
-            raise ConfigError(f"{PORT_ENV} must be a port number, got {raw!r}") from None
+    cfg = config.load(env, user_home=user_home, flags={"port": port})
+    state, port = cfg.state.absolute(), cfg.port
     external = bool(env.get("DATABASE_URL"))
     settings = {
         k: v
@@ -273,11 +271,25 @@ def uninstall(s: Service, *, runner: Runner = run, out: Callable[[str], None] = 
 
 def status(s: Service, *, runner: Runner = run, out: Callable[[str], None] = print) -> int:
     """0 when the service is installed and running, 3 when installed and not running (as
-    `systemctl status`), 4 when not installed."""
+    `systemctl status`) or its state folder holds no state, 4 when not installed. Creates
+    nothing."""
+    has_state = s.external_database or config.has_state(s.state)
+    if not s.external_database and has_state:
+        out(f"state folder: {s.state}")
+    elif not has_state:
+        out(
+            f"no SessionVault state in {s.state} (the service makes it on its first start; set"
+            f" {HOME_ENV} to the folder your server uses, or run `sessionvault dev` first)"
+        )
     if not s.path.exists():
         out(f"not installed ({s.path} does not exist): sessionvault service install")
         return 4
     out(f"installed: {s.path}")
+    code = _running(s, runner, out)
+    return code if has_state else max(code, 3)
+
+
+def _running(s: Service, runner: Runner, out: Callable[[str], None]) -> int:
     if s.platform == "darwin":
         if sys.platform != "darwin":
             out("not on macOS: launchctl cannot be asked here")

@@ -1,10 +1,12 @@
 """Which database a command on this machine talks to: DATABASE_URL when it is set, else the
-embedded default (started on demand). Settings come from `Settings.from_env` either way; the
-embedded database only supplies its URLs, the master-key file and the audit salt.
+embedded default (started on demand). Settings come from `Settings.from_env` either way, over
+the environment with the local configuration's server options in it (`config.server_env`);
+the embedded database only supplies its URLs, the master-key file and the audit salt.
 
 And which server the laptop-side commands (`connect`, `doctor`) talk to: `--url`, else
-$SESSIONVAULT_URL, else the stack `sessionvault deploy` saved here, else the local server; the
-key likewise: `--key`, else $SESSIONVAULT_API_KEY, else the deployment's 0600 key file."""
+$SESSIONVAULT_URL, else config.toml's url, else the stack `sessionvault deploy` saved here,
+else the local server on the configured port; the key likewise: `--key`, else
+$SESSIONVAULT_API_KEY, else the deployment's 0600 key file."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sessionvault.errors import ConfigError
-from sessionvault.names import DEFAULT_URL, HOME_ENV, KEY_ENV, URL_ENV
-from sessionvault.settings import Settings, default_home
+from sessionvault.local import config
+from sessionvault.local.config import Config
+from sessionvault.names import KEY_ENV
+from sessionvault.settings import Settings
 
 if TYPE_CHECKING:
     from sessionvault.runtime import Runtime
@@ -32,64 +36,56 @@ class Target:
     home: Path | None = None  # the embedded default's state folder
 
 
-def embedded_target(home: Path, env: Mapping[str, str] | None = None) -> Target:
-    """The embedded default: state folder, local key provider, local embeddings."""
+def embedded_target(cfg: Config) -> Target:
+    """The embedded default in `cfg`'s state folder: local key provider, the configured
+    embeddings (the local model unless told otherwise)."""
     from sessionvault.local import embedded
     from sessionvault.local.secretfile import load_or_create_master_key
 
-    env = dict(os.environ if env is None else env)
-    db = embedded.start(home)
+    db = embedded.start(cfg.state)
     load_or_create_master_key(db.master_key_file)
-    default_embeddings = "openai" if env.get("OPENAI_API_KEY") else "local"
     settings = Settings.from_env(
-        env,
+        cfg.server_env(),
         database_url=db.app_url,
         key_provider="local",
         master_key="",
         master_key_file=db.master_key_file,
         audit_salt=db.audit_salt,
-        embeddings=env.get("SESSIONVAULT_EMBEDDINGS") or default_embeddings,
     )
-    return Target(settings, db.owner_url, db.admin_url, home)
+    return Target(settings, db.owner_url, db.admin_url, cfg.state)
 
 
-def current(*, create: bool = True) -> Target:
+def current(*, create: bool = True, cfg: Config | None = None) -> Target:
     """DATABASE_URL's target, else the embedded default's. `create=False` (read-only commands:
     `key list`, `user list`) never makes a new state folder: a missing one is an error naming
     the folder looked in, not an empty answer from a fresh database."""
-    if os.environ.get("DATABASE_URL"):
-        url = os.environ["DATABASE_URL"]
-        owner = os.environ.get("DATABASE_OWNER_URL", url)
-        return Target(Settings.from_env(), owner, os.environ.get("DATABASE_ADMIN_URL", ""))
-    home = default_home()
+    cfg = cfg or config.load()
+    env = cfg.env
+    if env.get("DATABASE_URL"):
+        url = env["DATABASE_URL"]
+        owner = env.get("DATABASE_OWNER_URL", url)
+        return Target(Settings.from_env(cfg.server_env()), owner, env.get("DATABASE_ADMIN_URL", ""))
     if not create:
-        require_state(home)
-    return embedded_target(home)
+        require_state(cfg)
+    return embedded_target(cfg)
 
 
-def has_state(home: Path) -> bool:
-    """Whether `home` holds an embedded database (what `sessionvault dev` makes)."""
-    return (home / "pgdata").is_dir()
+has_state = config.has_state
 
 
-def require_state(home: Path, env: Mapping[str, str] | None = None) -> Path:
-    """`home` when it holds a state; else ConfigError saying which folder was looked in and
-    why that one. Creates nothing."""
-    if has_state(home):
-        return home
-    env = os.environ if env is None else env
-    why = f"from ${HOME_ENV}" if env.get(HOME_ENV) else f"the default; ${HOME_ENV} is not set"
-    what = "is empty" if home.is_dir() else "does not exist"
-    raise ConfigError(
-        f"no SessionVault state in {home} ({why}): the folder {what}. Set {HOME_ENV} to the"
-        " folder your server uses, or start one there with `sessionvault dev`"
-    )
+def require_state(cfg: Config) -> Path:
+    """The state folder when it holds a state; else ConfigError saying which folder was looked
+    in and why that one. Creates nothing."""
+    problem = config.no_state(cfg)
+    if problem:
+        raise ConfigError(problem)
+    return cfg.state
 
 
 def owner_url() -> str:
     """Migrations need only the owner's URL: no keys, no settings."""
     url = os.environ.get("DATABASE_OWNER_URL") or os.environ.get("DATABASE_URL")
-    return url or embedded_target(default_home()).owner_url
+    return url or embedded_target(config.load()).owner_url
 
 
 @contextmanager
@@ -137,11 +133,8 @@ class Deployment:
 
 
 def state_folder(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
-    """`default_home()` for a given environment and home folder (so tests can pass both)."""
-    if env is None and home is None:
-        return default_home()
-    env = os.environ if env is None else env
-    return Path(env.get(HOME_ENV) or (home or Path.home()) / ".sessionvault").expanduser()
+    """The state folder for an environment and home folder (both this process's by default)."""
+    return config.state_folder(os.environ if env is None else env, home)
 
 
 def saved_deployment(state: Path) -> Deployment | None:
@@ -178,10 +171,22 @@ def _write(path: Path, text: str, mode: int) -> None:
     os.replace(aside, path)
 
 
+def server_url(cfg: Config) -> config.Value:
+    """The configured URL (flag, $SESSIONVAULT_URL, config.toml), else the saved deployment's,
+    else the local server's on the configured port; with where it came from."""
+    given = cfg.values["url"]
+    if given.explicit:
+        return given
+    deployment = saved_deployment(cfg.state)
+    if deployment and deployment.url:
+        return config.Value(deployment.url, str(cfg.state / DEPLOYMENT_FILE))
+    port = cfg.values["port"]
+    return config.Value(cfg.local_url, f"the local server at the port ({port.source})")
+
+
 def default_url(env: Mapping[str, str], state: Path) -> str:
-    """$SESSIONVAULT_URL, else the saved deployment's URL, else the local server's."""
-    deployment = saved_deployment(state)
-    return env.get(URL_ENV) or (deployment.url if deployment else "") or DEFAULT_URL
+    """`server_url` for the configuration of `env` and `state`."""
+    return str(server_url(config.load(env, state=state)).value)
 
 
 def default_key(env: Mapping[str, str], state: Path, url: str) -> tuple[str, str]:

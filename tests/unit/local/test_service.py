@@ -97,6 +97,26 @@ def test_the_default_state_folder_and_port_and_a_flag_over_the_environment(tmp_p
     assert flagged.argv[-2:] == ["--port", "9100"] and flagged.env["SESSIONVAULT_PORT"] == "9100"
 
 
+def test_the_port_of_config_toml_in_the_state_folder_goes_into_the_unit(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "config.toml").write_text("port = 9444\n")
+    s = build(tmp_path, "linux", SESSIONVAULT_HOME=str(state))
+    assert s.port == 9444 and s.argv[-2:] == ["--port", "9444"]
+    assert 'Environment="SESSIONVAULT_PORT=9444"' in s.text().splitlines()
+    assert "127.0.0.1:9444" in s.text()
+    over = build(tmp_path, "linux", SESSIONVAULT_HOME=str(state), SESSIONVAULT_PORT="9445")
+    assert over.port == 9445  # the environment over the file
+
+
+def test_status_names_a_missing_state_folder_and_creates_nothing(tmp_path: Path) -> None:
+    s = build(tmp_path, "linux", SESSIONVAULT_HOME=str(tmp_path / "typo"))
+    said: list[str] = []
+    assert service.status(s, out=said.append) == 4
+    assert said[0].startswith(f"no SessionVault state in {tmp_path / 'typo'} (the service makes it")
+    assert not (tmp_path / "typo").exists()
+
+
 def test_an_external_database_is_served_with_serve_and_client_settings_stay_out(tmp_path: Path) -> None:
     s = build(
         tmp_path,
@@ -122,7 +142,7 @@ def test_exec_start_words_are_quoted_for_systemd(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="absolute"):
         service.build(platform="linux", env={}, user_home=tmp_path, program=["sessionvault"])
     with pytest.raises(ConfigError, match="line break"):
-        build(tmp_path, "linux", SESSIONVAULT_EMBEDDINGS="a\nb").text()
+        build(tmp_path, "linux", SESSIONVAULT_PUBLIC_URL="a\nb").text()
 
 
 def test_the_launchd_agent_has_launchds_keys_and_types(tmp_path: Path) -> None:

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sessionvault.local import rpc
+from sessionvault.local import config, rpc
 from sessionvault.local.capture import switch
 from sessionvault.local.capture.checkpoint import build
 from sessionvault.local.capture.clients import READERS, Reader
 from sessionvault.local.capture.spool import Spool
 from sessionvault.local.repo import current_branch, current_commit, current_repo
-from sessionvault.local.target import state_folder
-from sessionvault.names import DEFAULT_URL, KEY_ENV, URL_ENV
+from sessionvault.names import KEY_ENV
 
 DEADLINE_S = 8.0  # the whole hook; the installed hook timeout is HOOK_TIMEOUT_S
 HOOK_TIMEOUT_S = 20
@@ -49,10 +48,10 @@ class Outcome:
 def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: Path) -> Outcome:
     """Capture and send, for a hook `payload` (the client's stdin JSON). May raise: `main` and
     `run_within` contain it."""
-    state = state_folder(env, home)
+    cfg = config.load(env, user_home=home)
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
     repo = current_repo(cwd)
-    why = switch.disabled(env, state, repo)
+    why = switch.disabled(cfg, repo)
     if why:
         return Outcome(skipped=why)
     reader = READERS.get(client)
@@ -65,13 +64,13 @@ def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: P
     args = checkpoint_args(reader, path, cwd, str(payload.get("session_id") or ""), last)
     if args is None:
         return Outcome(skipped="nothing to hand over yet")
-    spool = Spool(state)
+    spool = Spool(cfg.state)
     spool.put(args)
     event = str(payload.get("hook_event_name") or "")
     ago = spool.sent_ago(args["name"])
     if event in EVERY_TURN and ago is not None and ago < THROTTLE_S:
         return Outcome(name=args["name"], spooled=1)
-    sent, left = spool.flush(env.get(URL_ENV) or DEFAULT_URL, env.get(KEY_ENV, ""), SEND_TIMEOUT_S)
+    sent, left = spool.flush(cfg.url, env.get(KEY_ENV, ""), SEND_TIMEOUT_S)
     return Outcome(name=args["name"], sent=sent, spooled=left)
 
 

@@ -1,23 +1,27 @@
 """Turning automatic checkpoints off: everywhere (`SESSIONVAULT_CAPTURE=off` where the client
-runs) or for one repo (`sessionvault capture off` inside it, kept in the state folder)."""
+runs, or `capture = false` in config.toml) or for one repo (`sessionvault capture off` inside
+it, kept in the state folder)."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
-ENV = "SESSIONVAULT_CAPTURE"
+from sessionvault.local.config import OPTIONS, Config
+
+ENV = OPTIONS["capture"].env
 FILE = "capture.json"  # {"off": [repo, ...]}
-_OFF = frozenset({"off", "0", "false", "no"})
 
 
-def disabled(env: Mapping[str, str], state: Path, repo: str) -> str:
+def disabled(cfg: Config, repo: str) -> str:
     """Why capture is off for `repo` ("" when it is on)."""
-    if env.get(ENV, "").strip().lower() in _OFF:
-        return f"{ENV}={env[ENV]}"
-    if repo in _off_repos(state):
+    capture = cfg.values["capture"]
+    if not capture.value and capture.source == f"${ENV}":
+        return f"{ENV}={cfg.env[ENV]}"
+    if not capture.value:
+        return f"capture = false in {capture.source}"
+    if repo in _off_repos(cfg.state):
         return f"turned off for {repo} (`sessionvault capture on` turns it back on)"
     return ""
 

@@ -1,0 +1,34 @@
+"""`sessionvault link`: put this environment's `sessionvault` on PATH (~/.local/bin), what
+`make dev` runs once per virtualenv (sessionvault.local.link)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from sessionvault.errors import ConfigError
+from sessionvault.local import command
+from sessionvault.local import link as linking
+
+
+def _run_link(args: argparse.Namespace) -> int:
+    program = command.script()
+    if program is None:
+        raise ConfigError(
+            "no `sessionvault` script beside this Python to link (run it from its virtualenv:"
+            " .venv/bin/sessionvault link)"
+        )
+    done = linking.link(program, home=Path.home(), path_var=os.environ.get("PATH", os.defpath))
+    print("\n".join(done.lines))
+    return 0 if done.ok else 1
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "link",
+        help="put this sessionvault on PATH: a symlink in ~/.local/bin (make dev does it once)",
+        description=linking.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.set_defaults(func=_run_link)
