@@ -8,7 +8,6 @@ import json
 import os
 import re
 import secrets
-import statistics
 import subprocess
 import time
 import uuid
@@ -24,15 +23,10 @@ from .conftest import APP_NAME, RESPONSE_HOST, Cloud, Credentials, ResponseBucke
 
 pytestmark = [pytest.mark.timeout(900)]
 
-# The MCP function's init in this layout, median of INIT_RUNS fresh environments, in CPU time
-# (steadier than wall time on a shared machine; benchmarks/coldstart.py prints both). The
-# budget is a regression guard that a layer without bytecode trips (~1,250 ms CPU here; as
-# built before issue 21 ~1,800; now ~670 on this machine, ~770 under a load of 5), not issue
-# 21's 450 ms target, which the MCP SDK's own import alone exceeds here (BENCHMARKS.md, "Lambda
-# cold start"). boto3 at init and compiling at init are pinned exactly by the test above.
-INIT_TARGET_MS = 450.0
-INIT_BUDGET_MS = float(os.environ.get("SESSIONVAULT_INIT_BUDGET_MS", "1000"))
-INIT_RUNS = 5
+# How long init takes is measured by benchmarks/coldstart.py (BENCHMARKS.md, "Lambda cold
+# start"), not asserted here: a timed assertion passes or fails with the machine's load. What
+# makes init slow is pinned exactly instead: boto3 and friends at init, modules compiled from
+# source at init (a layer without usable bytecode).
 NEVER_AT_INIT = ("boto3", "botocore", "s3transfer", "urllib3", "mcp.client", "mcp.server.mcpserver.server")
 INITIALIZE = h.rpc(
     "initialize",
@@ -192,23 +186,6 @@ def test_mcp_init_loads_only_bytecode_and_imports_neither_boto3_nor_the_mcp_clie
             " -X importtime self time by package (ms): "
             + ", ".join(f"{name} {us / 1000:.0f}" for name, us in top)
         )
-
-
-def test_mcp_init_median_of_five_cold_starts(start, capsys):
-    walls, cpus = [], []
-    for _ in range(INIT_RUNS):
-        with start("McpFunction") as mcp:
-            walls.append(mcp.wait_init())
-            cpus.append(mcp.init_cpu_ms)
-    wall, cpu = statistics.median(walls), statistics.median(cpus)
-    with capsys.disabled():
-        print(
-            f"\nMCP init in the Lambda layout, {INIT_RUNS} fresh environments: median {wall:.0f} ms wall"
-            f" (min {min(walls):.0f}), {cpu:.0f} ms CPU (min {min(cpus):.0f}); load average"
-            f" {os.getloadavg()[0]:.1f}; issue 21's target {INIT_TARGET_MS:.0f} ms"
-            f" {'met' if wall <= INIT_TARGET_MS else 'NOT met'}; budget {INIT_BUDGET_MS:.0f} ms CPU"
-        )
-    assert cpu <= INIT_BUDGET_MS, f"MCP init uses {cpu:.0f} ms of CPU (median), budget {INIT_BUDGET_MS:.0f}"
 
 
 def test_a_function_that_cannot_start_reports_an_init_error(start):
