@@ -84,10 +84,13 @@ def round_trips(ctx: Context, n: int = 30, delay_ms: float = 3.0) -> None:
             }
             _warm(rt)
             broken = set()
-            for call in ctx.calls:  # connections opened and models loaded before counting
+            # Connections opened, models loaded and each key admitted once (a warm instance's
+            # tool calls ride on the tool's own transaction) before counting.
+            for call in ctx.calls:
                 try:
-                    http(call, -1)
-                    http(call, -2)
+                    for warm in (http, callers["Mangum"]):
+                        warm(call, -1)
+                        warm(call, -2)
                 except CallFailed as exc:
                     broken.add(call.label)
                     print(f"   {call.label}: failed, not measured: {exc}")
