@@ -16,6 +16,7 @@ import pytest
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import identity, sessions
 from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.server.mcp_endpoint import McpEndpoint
 
 from ..conftest import ServerThread, User, admin_db, make_settings, make_user
 
@@ -54,6 +55,15 @@ def audit_rows(who: User) -> list[dict]:
             "SELECT tool, outcome, error_class FROM audit_events WHERE user_id = %s ORDER BY id", (who.id,)
         )
     return cur.fetchall()
+
+
+def last_audit_row(who: User, becomes: dict) -> dict:
+    """The user's newest audit row, once it is `becomes` or 10 s passed: a failed call's row is
+    marked just after its answer went out."""
+    deadline = time.monotonic() + 10
+    while audit_rows(who)[-1] != becomes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return audit_rows(who)[-1]
 
 
 def tool_hits(who: User) -> int:
@@ -143,10 +153,7 @@ def test_a_call_whose_transaction_fails_is_still_counted_and_audited(limited, mo
     assert answer["isError"]
     assert tool_hits(who) == before + 1
     failed = {"tool": "list_sessions", "outcome": "error", "error_class": "db"}
-    deadline = time.monotonic() + 10  # the row is marked failed after the answer went out
-    while audit_rows(who)[-1] != failed and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert audit_rows(who)[-1] == failed
+    assert last_audit_row(who, becomes=failed) == failed
 
 
 def test_a_call_whose_expected_principal_is_stale_is_admitted_again_and_answered(limited):
@@ -164,3 +171,21 @@ def test_a_call_whose_expected_principal_is_stale_is_admitted_again_and_answered
     assert not answer["isError"] and "riding" in json.dumps(answer)
     assert [row["outcome"] for row in audit_rows(who)] == ["ok", "ok"]
     assert tool_hits(who) == 2
+
+
+def test_a_riding_call_that_crashes_is_settled_first(limited, monkeypatch):
+    """A crash inside the MCP handling (after the tool's transaction, or instead of it) is
+    answered only once the admission decided: the caller's 500 and its row marked failed, or,
+    for a key revoked meanwhile, the one 401."""
+    rt, server = limited
+    who, revoked = known(rt, server, make_user(rt)), known(rt, server, make_user(rt))
+    identity.revoke_key(admin_db(), revoked.key)
+
+    async def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(McpEndpoint, "_dispatch", broken)
+    assert call(server, revoked.key, "list_sessions").status_code == 401
+    assert call(server, who.key, "list_sessions").status_code == 500
+    failed = {"tool": "list_sessions", "outcome": "error", "error_class": "internal"}
+    assert last_audit_row(who, becomes=failed) == failed

@@ -88,18 +88,25 @@ class McpEndpoint:
         """The tool call with its admission riding on the tool's transaction (one flight). The
         answer is held until the admission decides: it goes out (True), or the 401/429 is
         raised instead; False when the Principal this instance expected was stale (nothing was
-        let through or written: the caller admits and runs the call again)."""
-        held = _Held()
+        let through or written: the caller admits and runs the call again). A call that
+        crashed is settled too before its error goes on: a refused caller still gets the 401,
+        an admitted one's audit row is marked failed."""
+        held, crash = _Held(), None
         with call.admission.aboard():
-            await self._call(call.principal, scope, body, receive, held, log)
+            try:
+                await self._call(call.principal, scope, body, receive, held, log)
+            except Exception as exc:  # answered by the app's catch-all, once settled
+                crash = exc
         try:
             settled = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
         except DB_ERRORS as exc:
             raise unavailable(log, exc) from None
-        if settled:
-            await held.release(send)
-        else:
+        if not settled:
             log.status, log.error_class = 0, None
+        elif crash is not None:
+            raise crash
+        else:
+            await held.release(send)
         return settled
 
     async def _call(
