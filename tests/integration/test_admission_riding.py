@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import httpx2
+import psycopg
 import pytest
 
 from sessionvault.core.keys import WrappedKey
@@ -189,3 +190,46 @@ def test_a_riding_call_that_crashes_is_settled_first(limited, monkeypatch):
     assert call(server, who.key, "list_sessions").status_code == 500
     failed = {"tool": "list_sessions", "outcome": "error", "error_class": "internal"}
     assert last_audit_row(who, becomes=failed) == failed
+
+
+def test_a_save_whose_expected_principal_is_stale_is_saved_all_the_same(limited):
+    """The stale riding admission lets the save write nothing (not even the usage row, which
+    would fail RLS and take the answer with it); the save is admitted again and made."""
+    rt, server = limited
+    who = make_user(rt)
+    assert not result(call(server, who.key, "list_sessions"))["isError"]  # known, no usage row yet
+    memory = server.server.config.app.admitter.known
+    for entry, (at, principal) in list(memory._entries.items()):
+        if principal.user_id == who.id:
+            rewrapped = WrappedKey(principal.wrapped_dek.blob + b"~", principal.wrapped_dek.key_id)
+            memory._entries[entry] = (at, replace(principal, wrapped_dek=rewrapped))
+    saved = result(call(server, who.key, "save_session", name="after-rotation", summary="kept"))
+    assert not saved["isError"], saved
+    loaded = result(call(server, who.key, "load_session", name="after-rotation"))
+    assert "kept" in json.dumps(loaded)
+
+
+def test_while_rate_limited_a_call_is_refused_before_the_tool_does_any_work(limited, monkeypatch):
+    rt, server = limited
+    who = known(rt, server, make_user(rt))
+    embedded: list[str] = []
+    real = rt.vault.embedder.embed
+    monkeypatch.setattr(rt.vault.embedder, "embed", lambda text: embedded.append(text) or real(text))
+    for _ in range(PER_MINUTE - 1):
+        assert call(server, who.key, "list_sessions").status_code == 200
+    statuses = [call(server, who.key, "save_session", name="over", summary="s").status_code for _ in range(3)]
+    assert statuses == [429, 429, 429]
+    assert len(embedded) <= 1  # the call that found the limit reached rode; the next ones did not
+
+
+def test_a_riding_call_stuck_behind_a_long_transaction_of_its_user_fails_fast(limited, pg):
+    """A re-key holds the user's usage row for its whole run: a riding save (which holds the
+    user's admission lock meanwhile) gives up after lock_timeout, with "try again", rather than
+    waiting for the statement timeout."""
+    rt, server = limited
+    who = known(rt, server, make_user(rt))
+    with psycopg.connect(pg.owner_url) as owner:
+        owner.execute("SELECT 1 FROM user_usage WHERE user_id = %s FOR UPDATE", (who.id,))
+        answer = result(call(server, who.key, "save_session", name="stuck", summary="s"))
+    assert answer["isError"] and "try again" in answer["content"][0]["text"]
+    assert "took too long" not in answer["content"][0]["text"]

@@ -66,7 +66,9 @@ class Quota:
 
 
 # A user's usage row appears on their first save (counted from what they stored before, for
-# users older than migration 0003); from then on saves and deletes keep it up to date.
+# users older than migration 0003); from then on saves and deletes keep it up to date. Only
+# in the user's own tenant: under a riding admission that did not admit (no tenant), it does
+# nothing rather than fail RLS, so the transaction commits and the admission's answer stands.
 ENSURE_USAGE = """
 INSERT INTO user_usage (user_id, sessions, bytes)
 SELECT %(user_id)s,
@@ -74,6 +76,7 @@ SELECT %(user_id)s,
        (SELECT coalesce(sum(octet_length(nonce) + octet_length(ciphertext)), 0)
         FROM session_versions WHERE user_id = %(user_id)s)
 WHERE NOT EXISTS (SELECT 1 FROM user_usage WHERE user_id = %(user_id)s)
+  AND app_current_user_id() = %(user_id)s
 ON CONFLICT (user_id) DO NOTHING
 """
 # The head created or bumped and its new version stored, in one statement; nothing when the

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sessionvault.core import apikeys, oauth
 from sessionvault.core.vault import Principal
@@ -123,7 +123,9 @@ class Admitter:
         request, result = call.admission.request, call.admission.result
         if result is None:
             result = admission.admit_request(self.rt.db, request)
-        elif result.status == "stale":
+            if result.status == "ok" and not _as_expected(call, result):
+                result = replace(result, status="stale")  # the held answer was made for another
+        if result.status == "stale":
             self.known.forget((request.key_hash, request.resource))
             return False
         self._answer(call.token, request, result, log, base)
@@ -141,10 +143,12 @@ class Admitter:
             who = Principal(result.user_id, result.wrapped_dek, result.scopes, credential)
             self.known.put(known, who)
             return who
-        if result.status == "rate_limited":  # still whom we knew: the next call may ride
+        # Forgotten when rate-limited too: while the limit lasts, a call is refused by its
+        # admission alone, before the tool does any work (redaction, embedding, sealing).
+        self.known.forget(known)
+        if result.status == "rate_limited":
             retry = {"Retry-After": str(result.retry_after_s)}
             raise Refused(429, _rate_limited(result), "rate_limit", retry)
-        self.known.forget(known)
         log.auth_reason = result.status
         raise refused(base)
 
@@ -165,6 +169,16 @@ class Admitter:
             ua_hash=salted_hash(log.user_agent, settings.audit_salt),
             resource=oauth.resource_url(base),
         )
+
+
+def _as_expected(call: Ride, result: admission.Admission) -> bool:
+    """The admitted credential is still whom the ridden call ran as."""
+    who = call.principal
+    return (
+        result.user_id == who.user_id
+        and result.wrapped_dek == who.wrapped_dek
+        and call.admission.scope in result.scopes
+    )
 
 
 def _rate_limited(result: admission.Admission) -> bytes:

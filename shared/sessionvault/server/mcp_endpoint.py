@@ -7,6 +7,9 @@ until the admission decides; anything else is admitted in a flight of its own fi
 
 from __future__ import annotations
 
+import contextlib
+
+import anyio
 import anyio.to_thread
 import psycopg
 import psycopg_pool
@@ -97,6 +100,10 @@ class McpEndpoint:
                 await self._call(call.principal, scope, body, receive, held, log)
             except Exception as exc:  # answered by the app's catch-all, once settled
                 crash = exc
+            except BaseException:  # cancelled (the client went away): still counted and audited
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
+                raise
         try:
             settled = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
         except DB_ERRORS as exc:

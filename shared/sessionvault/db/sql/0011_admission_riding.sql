@@ -13,6 +13,13 @@
 -- sessionvault_admit turns synchronous_commit off for its transaction (a counter row may be
 -- lost in a crash); riding, that transaction is the tool's, whose save must be durable: the
 -- setting the session had is put back.
+--
+-- Riding, the user's admission lock and rate-counter rows are held until the tool's COMMIT,
+-- not only for the admission statement: the user's calls wait for each other's transactions.
+-- A lock wait in it is bounded (lock_timeout 2 s, local to the transaction): a call stuck
+-- behind a long transaction of the same user (a re-key holds the usage row throughout) fails
+-- with "try again" instead of holding up every other call of that user until the statement
+-- timeout.
 
 CREATE FUNCTION sessionvault_admit_as(
     p_user_id uuid,
@@ -47,6 +54,7 @@ DECLARE
     a record;
     v_sync text := current_setting('synchronous_commit');
 BEGIN
+    PERFORM set_config('lock_timeout', '2s', true);
     SELECT * INTO k FROM sessionvault_key(p_key_hash, p_resource);
     IF k.status = 'ok' AND (k.user_id <> p_user_id OR k.dek_wrapped <> p_dek_wrapped
                             OR NOT coalesce(p_scope = ANY (k.scopes), false)) THEN

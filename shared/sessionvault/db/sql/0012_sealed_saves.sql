@@ -11,5 +11,5 @@
 ALTER TABLE session_versions ADD COLUMN seal_id uuid;
 ALTER TABLE sessions ADD COLUMN seal_id uuid;
 -- A seal id is stored once: a save retried after a COMMIT whose answer was lost finds its
--- version and writes nothing (db/sessions.py).
+-- version and writes nothing (db/saves.py).
 CREATE UNIQUE INDEX session_versions_seal_id ON session_versions (seal_id);
