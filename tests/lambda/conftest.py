@@ -3,9 +3,7 @@ Mangum, KMS and Secrets Manager from moto, the database the real embedded one.""
 
 from __future__ import annotations
 
-import base64
 import importlib.util
-import json
 import os
 import secrets
 import sys
@@ -16,6 +14,11 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+
+# The events and bodies are the Lambda-runtime tier's too: the test modules import them from here.
+from ..support.lambda_events import body_json as body_json
+from ..support.lambda_events import http_event as http_event
+from ..support.lambda_events import rpc as rpc
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "us-east-1"
@@ -88,64 +91,3 @@ class LambdaContext:
     @staticmethod
     def get_remaining_time_in_millis() -> int:
         return 30_000
-
-
-def http_event(
-    body: bytes | str, *, key: str | None = None, method: str = "POST", path: str = "/mcp", **headers: str
-) -> dict[str, Any]:
-    """An API Gateway HTTP API payload-format-2.0 event, as AWS sends it."""
-    raw = body.encode() if isinstance(body, str) else body
-    request_headers = {
-        "host": "abc123.execute-api.us-east-1.amazonaws.com",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "user-agent": "claude-code/2.0",
-        "content-length": str(len(raw)),
-        "x-forwarded-for": "203.0.113.9",
-        "x-forwarded-proto": "https",
-        "x-forwarded-port": "443",
-        **{k.lower().replace("_", "-"): v for k, v in headers.items()},
-    }
-    if key:
-        request_headers["authorization"] = f"Bearer {key}"
-    return {
-        "version": "2.0",
-        "routeKey": f"{method} {path}",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": request_headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abc123",
-            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abc123",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.9",
-                "userAgent": "claude-code/2.0",
-            },
-            "requestId": f"req-{secrets.token_hex(6)}",
-            "routeKey": f"{method} {path}",
-            "stage": "$default",
-            "time": "30/Nov/2026:09:30:00 +0000",
-            "timeEpoch": 1795944600000,
-        },
-        "body": base64.b64encode(raw).decode(),
-        "isBase64Encoded": True,
-    }
-
-
-def rpc(method: str, params: dict | None = None, id_: int = 1) -> str:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message)
-
-
-def body_json(response: dict[str, Any]) -> Any:
-    body = response["body"]
-    if response.get("isBase64Encoded"):
-        body = base64.b64decode(body).decode()
-    return json.loads(body)

@@ -14,9 +14,7 @@ URLs written say sslmode=require and the tests reach them with prefer."""
 
 from __future__ import annotations
 
-import datetime
 import http.server
-import ipaddress
 import json
 import os
 import secrets
@@ -27,7 +25,6 @@ import struct
 import tempfile
 import threading
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +40,15 @@ from psycopg.conninfo import make_conninfo
 
 from sessionvault.db.migrations import migration_files, migrations_dir
 
+from ..support.lambda_events import (
+    RESPONSE_HOST,
+    STACK_ID,
+    CloudFormationAnswers,
+    custom_resource_event,
+    response_url,
+)
+from ..support.lambda_events import SERVICE_TOKEN as SERVICE_TOKEN  # tests/lambda_runtime's migrate test
+from ..support.pki import Authority
 from .conftest import REGION, ROOT, LambdaContext, load_handler
 
 POSTGRES_MAJOR = 16  # what CreateDatabase=true runs on RDS
@@ -168,11 +174,8 @@ class _Collector(http.server.BaseHTTPRequestHandler):
         pass
 
 
-RESPONSE_HOST = "cloudformation-custom-resource-response-useast1.s3.amazonaws.com"
-
-
 @dataclass
-class ResponseUrl:
+class ResponseUrl(CloudFormationAnswers):
     """CloudFormation's side: the presigned S3 URL it waits on, and every HTTP request the
     function tried to make (`attempted`, each URL as the function named it). A request to S3
     reaches the local server `base` instead; any other goes where it says."""
@@ -182,17 +185,7 @@ class ResponseUrl:
     attempted: list[str] = field(default_factory=list)
 
     def url(self, host: str = RESPONSE_HOST, prefix: str = "") -> str:
-        key = quote(f"{STACK_ID}|Database|{uuid.uuid4()}", safe="")
-        return (
-            f"https://{host}{prefix}/{key}?X-Amz-Algorithm=AWS4-HMAC-SHA256"
-            "&X-Amz-Credential=AKIAEXAMPLE%2F20261130%2Fus-east-1%2Fs3%2Faws4_request"
-            "&X-Amz-Date=20261130T093000Z&X-Amz-Expires=7200&X-Amz-SignedHeaders=host"
-            "&X-Amz-Signature=abc"
-        )
-
-    def last(self) -> dict[str, Any]:
-        assert self.received, "the function never answered CloudFormation"
-        return self.received[-1]["body"]
+        return response_url(host, prefix)
 
 
 @pytest.fixture
@@ -223,10 +216,6 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Iterator[ResponseUrl]:
     server.server_close()
 
 
-STACK_ID = "arn:aws:cloudformation:us-east-1:123456789012:stack/sv/5b6c2a60-7b61-11e6-9a41-93e8deadbeef"
-SERVICE_TOKEN = "arn:aws:lambda:us-east-1:123456789012:function:sv-migrate"
-
-
 def event(
     request_type: str,
     cfn: ResponseUrl,
@@ -235,21 +224,7 @@ def event(
     physical_id: str | None = None,
 ) -> dict[str, Any]:
     """A custom-resource request exactly as CloudFormation sends it to the function."""
-    body: dict[str, Any] = {
-        "RequestType": request_type,
-        "ServiceToken": SERVICE_TOKEN,
-        "ResponseURL": cfn.url(),
-        "StackId": STACK_ID,
-        "RequestId": str(uuid.uuid4()),
-        "LogicalResourceId": "Database",
-        "ResourceType": "Custom::SessionVaultDatabase",
-        "ResourceProperties": {"ServiceToken": SERVICE_TOKEN, **props},
-    }
-    if old is not None:
-        body["OldResourceProperties"] = {"ServiceToken": SERVICE_TOKEN, **old}
-    if physical_id is not None:
-        body["PhysicalResourceId"] = physical_id
-    return body
+    return custom_resource_event(request_type, props, url=cfn.url(), old=old, physical_id=physical_id)
 
 
 # ---------------------------------------------------------------- the stack's secrets (moto)
@@ -803,69 +778,10 @@ class Pki:
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    folder = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.UTC)
-
-    def pem_key(key: ec.EllipticCurvePrivateKey, path: Path) -> Path:
-        path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        return path
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "SessionVault test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def leaf(names: list[x509.GeneralName], stem: str) -> tuple[Path, Path]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, stem)]))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        cert_path = folder / f"{stem}.crt"
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        return cert_path, pem_key(key, folder / f"{stem}.key")
-
-    ca_path = folder / "ca.pem"
-    ca_path.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    cert, key = leaf([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))], "server")
-    other_cert, other_key = leaf([x509.DNSName("db.elsewhere.example")], "other")
-    return Pki(ca_path, cert, key, other_cert, other_key)
+    authority = Authority(tmp_path_factory.mktemp("pki"))
+    cert, key = authority.issue("server", ["localhost", "127.0.0.1"])
+    other_cert, other_key = authority.issue("other", ["db.elsewhere.example"])
+    return Pki(authority.ca_file, cert, key, other_cert, other_key)
 
 
 SSL_REQUEST = 80877103

@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from ..support.lambda_events import RESPONSE_HOST, CloudFormationAnswers
+from ..support.pki import Authority
 from . import harness as h
 
 REGION = "us-east-1"
@@ -226,73 +228,14 @@ def start(built: h.Built, stack: dict[str, str], cloud: Cloud) -> Iterator[Any]:
 # ---------------------------------------------------------------- CloudFormation's response bucket
 
 
-RESPONSE_HOST = "cloudformation-custom-resource-response-useast1.s3.amazonaws.com"
-
-
 @dataclass
-class ResponseBucket:
+class ResponseBucket(CloudFormationAnswers):
     """An HTTPS proxy that plays the S3 bucket behind CloudFormation's presigned response URLs."""
 
     proxy: str
     ca_file: Path
     received: list[dict[str, Any]] = field(default_factory=list)
     tunnels: list[str] = field(default_factory=list)  # host:port of every CONNECT
-
-    def last(self) -> dict[str, Any]:
-        assert self.received, "the function never answered CloudFormation"
-        return dict(self.received[-1]["body"])
-
-
-def _certificates(folder: Path) -> tuple[Path, Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sessionvault tier CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, RESPONSE_HOST)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(RESPONSE_HOST)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_file, cert_file, key_file = folder / "ca.pem", folder / "leaf.pem", folder / "leaf.key"
-    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return ca_file, cert_file, key_file
 
 
 def _read_head(stream: Any) -> tuple[str, dict[str, str]]:
@@ -309,7 +252,9 @@ def _read_head(stream: Any) -> tuple[str, dict[str, str]]:
 @pytest.fixture
 def response_bucket() -> Iterator[ResponseBucket]:
     folder = Path(tempfile.mkdtemp(prefix="sv-cfn-"))
-    ca_file, cert_file, key_file = _certificates(folder)
+    authority = Authority(folder, "sessionvault tier CA")
+    ca_file = authority.ca_file
+    cert_file, key_file = authority.issue("leaf", [RESPONSE_HOST])
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     listener = socket.create_server(("127.0.0.1", 0))

@@ -42,6 +42,10 @@ from typing import Any
 
 import yaml
 
+from ..support import lambda_events
+from ..support.lambda_events import body_json as body_json
+from ..support.lambda_events import rpc as rpc
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 UNZIPPED_LIMIT = 250 * 1024 * 1024  # function code + all its layers, unzipped (Lambda quota)
@@ -681,66 +685,11 @@ def function_env(built: Built, function: str, values: Mapping[str, str]) -> dict
 def http_event(
     body: str, *, key: str | None = None, path: str = "/mcp", method: str = "POST"
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload format 2.0) event, as AWS sends it."""
-    import base64
-
-    raw = body.encode()
-    headers = {
-        "host": "abc123.execute-api.us-east-1.amazonaws.com",
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "content-length": str(len(raw)),
-        "mcp-protocol-version": "2025-06-18",
-        "user-agent": "claude-code/2.0",
-        "x-forwarded-for": "203.0.113.9",
-        "x-forwarded-proto": "https",
-        "x-forwarded-port": "443",
-    }
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    return {
-        "version": "2.0",
-        "routeKey": f"{method} {path}",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abc123",
-            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "abc123",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "203.0.113.9",
-                "userAgent": "claude-code/2.0",
-            },
-            "requestId": f"req-{uuid.uuid4().hex[:12]}",
-            "routeKey": f"{method} {path}",
-            "stage": "$default",
-            "time": "30/Nov/2026:09:30:00 +0000",
-            "timeEpoch": 1795944600000,
-        },
-        "body": base64.b64encode(raw).decode(),
-        "isBase64Encoded": True,
-    }
-
-
-def rpc(method: str, params: dict[str, Any] | None = None, id_: int = 1) -> str:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message)
-
-
-def body_json(response: Mapping[str, Any]) -> Any:
-    import base64
-
-    body = response["body"]
-    if response.get("isBase64Encoded"):
-        body = base64.b64decode(body).decode()
-    return json.loads(body)
+    """An API Gateway HTTP API (payload format 2.0) event, as AWS sends it, from a client that
+    speaks MCP 2025-06-18. Built in this process: the Runtime API hands it to the runtime as JSON."""
+    return lambda_events.http_event(
+        body, key=key, path=path, method=method, mcp_protocol_version="2025-06-18"
+    )
 
 
 # ---------------------------------------------------------------- import time
