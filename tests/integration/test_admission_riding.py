@@ -233,3 +233,14 @@ def test_a_riding_call_stuck_behind_a_long_transaction_of_its_user_fails_fast(li
         answer = result(call(server, who.key, "save_session", name="stuck", summary="s"))
     assert answer["isError"] and "try again" in answer["content"][0]["text"]
     assert "took too long" not in answer["content"][0]["text"]
+
+
+def test_the_http_api_rides_too_and_refuses_a_key_revoked_meanwhile(limited):
+    rt, server = limited
+    who = known(rt, server, make_user(rt))
+    api = server.url.removesuffix("/mcp") + "/api/v1/sessions"
+    headers = {"Authorization": f"Bearer {who.key}"}
+    assert "riding" in httpx2.get(api, headers=headers, timeout=30).text
+    identity.revoke_key(admin_db(), who.key)
+    refused = httpx2.get(api, headers=headers, timeout=30)
+    assert refused.status_code == 401 and "riding" not in refused.text

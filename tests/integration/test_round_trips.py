@@ -165,3 +165,28 @@ def test_an_oauth_token_costs_the_same_round_trips_as_an_api_key(served):
         "save": by_token.tool("save_session", name="rt-oauth-3", summary="s"),
     }
     assert with_token == by_key, (with_token, by_key)
+
+
+def test_an_api_call_costs_one_round_trip_as_a_tool_call_does(served):
+    """The HTTP API's admission rides on the call's transaction too (server/riding.py), except
+    where the answer cannot be held: an export is a stream, an import a body."""
+    served.tool("save_session", name="rt-api", summary="s", repo="github.com/a/api")
+    base = served.server.url.removesuffix("/mcp") + "/api/v1"
+    headers = {"Authorization": f"Bearer {served.key}"}
+
+    def flights(method: str, path: str, **params: str) -> int:
+        served.proxy.wait_idle()
+        before = served.proxy.snapshot()
+        reply = httpx2.request(method, base + path, params=params, headers=headers, timeout=30)
+        assert reply.status_code == 200, reply.text
+        served.proxy.wait_idle()
+        return (served.proxy.snapshot() - before).flights
+
+    measured = {
+        "list": flights("GET", "/sessions"),
+        "get": flights("GET", "/session", name="rt-api"),
+        "versions": flights("GET", "/session/versions", name="rt-api"),
+        "handoffs": flights("GET", "/handoffs"),
+        "delete": flights("DELETE", "/session", name="rt-api"),
+    }
+    assert set(measured.values()) == {1}, measured

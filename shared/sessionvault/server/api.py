@@ -41,6 +41,9 @@ class Route:
     path: str
     scope: str  # what the key must allow, as for the MCP tool that does the same
     tool: str  # the name in the audit trail and the log
+    # Its answer may be held until its admission, riding on its transaction, decides
+    # (server/riding.py): one flight. Not an export (a stream) nor an import (a body).
+    holdable: bool = True
 
 
 ROUTES = {
@@ -52,8 +55,8 @@ ROUTES = {
         Route("DELETE", "/session", "delete", "api/session.delete"),
         Route("GET", "/search", "read", "api/search"),
         Route("GET", "/handoffs", "read", "api/handoffs.list"),
-        Route("GET", "/export", "read", "api/export"),
-        Route("POST", "/import", "write", "api/import"),
+        Route("GET", "/export", "read", "api/export", holdable=False),
+        Route("POST", "/import", "write", "api/import", holdable=False),
     )
 }
 PATHS = frozenset(path for _, path in ROUTES)

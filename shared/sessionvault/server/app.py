@@ -31,10 +31,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
 from sessionvault.core import oauth as oauth_core
+from sessionvault.core.vault import Principal
 from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import api, auth, guard
+from sessionvault.server import api, auth, guard, riding
 from sessionvault.server import oauth as oauth_server
 from sessionvault.server.consent import Consent, error_page, page_headers
 from sessionvault.server.edge import (
@@ -45,7 +46,7 @@ from sessionvault.server.edge import (
     request_id,
     respond,
 )
-from sessionvault.server.mcp_endpoint import McpEndpoint, admitted
+from sessionvault.server.mcp_endpoint import McpEndpoint
 from sessionvault.server.web import views as web
 
 INTERNAL = json.dumps({"error": "internal error"}).encode()
@@ -169,8 +170,9 @@ class SessionVaultApp:
         log: telemetry.RequestLog,
         path: str,
     ) -> None:
-        """The HTTP API (`server/api.py`): the edge checks and the admission of /mcp, then the
-        route's own scope check."""
+        """The HTTP API (`server/api.py`): the edge checks and the admission of /mcp (riding on
+        the call's transaction, as a tool call's, where the answer is small enough to hold),
+        then the route's own scope check."""
         self._check_host(headers, log)
         route = api.route_of(scope["method"], path)
         if route is None:
@@ -186,11 +188,19 @@ class SessionVaultApp:
             if check is not None:
                 log.edge_check = check
                 raise guard.refusal(check, api.BODY_TYPE)
-        who = await admitted(self.admitter, headers, "tool", log)
-        answer = _Answer(send)
-        failed = await self.api.handle(route, who, scope, receive, answer)
-        log.error_class = failed or None
-        log.status = answer.status
+
+        async def run(who: Principal, out: Send) -> None:
+            answer = _Answer(out)
+            failed = await self.api.handle(route, who, scope, receive, answer)
+            log.error_class = failed or None
+            log.status = answer.status
+
+        if route.holdable:  # its admission may ride on its transaction, its answer held meanwhile
+            base = oauth_server.base_url(self.rt.settings, headers)
+            call = self.admitter.ride(headers.get("authorization"), route.scope, log, base)
+            if call is not None and await riding.ridden(self.admitter, call, run, send, log, base):
+                return
+        await run(await riding.admitted(self.admitter, headers, "tool", log), send)
 
     async def _serve_web(
         self,

@@ -1,34 +1,24 @@
 """/mcp, once its method is POST: the edge checks (before the body is read and before any
 database work), the body, the admission, and the MCP SDK's handling of the request.
 
-The admission goes one of two ways (`server/auth.py`): a tool call whose credential this
-instance admitted lately rides on the tool's own transaction (one flight), its answer held
+The admission goes one of two ways: a tool call whose credential this instance admitted
+lately rides on the tool's own transaction (one flight, `server/riding.py`), its answer held
 until the admission decides; anything else is admitted in a flight of its own first."""
 
 from __future__ import annotations
 
-import contextlib
-
-import anyio
-import anyio.to_thread
-import psycopg
-import psycopg_pool
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
 from sessionvault.core.vault import Principal
-from sessionvault.db.admission import Budget
-from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import auth, guard
+from sessionvault.server import auth, guard, riding
 from sessionvault.server import oauth as oauth_server
-from sessionvault.server.edge import UNAVAILABLE, answered_with_error, budget_of, method_of, read_json
+from sessionvault.server.edge import answered_with_error, budget_of, method_of, read_json
 from sessionvault.server.mcp_host import ManagerPerLoop, mcp_errors_only
 from sessionvault.server.tools import TOOL_NAMES, CallState, build_server, current_call, scope_of
-
-DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
 
 
 class McpEndpoint:
@@ -73,48 +63,14 @@ class McpEndpoint:
         if scope_needed is not None:
             base = oauth_server.base_url(self.rt.settings, headers)
             call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
-            if call is not None and await self._ridden(call, scope, body, receive, send, log, base):
-                return
-        who = await admitted(self.admitter, headers, budget, log)
-        await self._call(who, scope, body, receive, send, log)
 
-    async def _ridden(
-        self,
-        call: auth.Ride,
-        scope: Scope,
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        log: telemetry.RequestLog,
-        base: str,
-    ) -> bool:
-        """The tool call with its admission riding on the tool's transaction (one flight). The
-        answer is held until the admission decides: it goes out (True), or the 401/429 is
-        raised instead; False when the Principal this instance expected was stale (nothing was
-        let through or written: the caller admits and runs the call again). A call that
-        crashed is settled too before its error goes on: a refused caller still gets the 401,
-        an admitted one's audit row is marked failed."""
-        held, crash = _Held(), None
-        with call.admission.aboard():
-            try:
-                await self._call(call.principal, scope, body, receive, held, log)
-            except Exception as exc:  # answered by the app's catch-all, once settled
-                crash = exc
-            except BaseException:  # cancelled (the client went away): still counted and audited
-                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
-                raise
-        try:
-            settled = await anyio.to_thread.run_sync(self.admitter.settle, call, log, base)
-        except DB_ERRORS as exc:
-            raise unavailable(log, exc) from None
-        if not settled:
-            log.status, log.error_class = 0, None
-        elif crash is not None:
-            raise crash
-        else:
-            await held.release(send)
-        return settled
+            async def run(who: Principal, out: Send) -> None:
+                await self._call(who, scope, body, receive, out, log)
+
+            if call is not None and await riding.ridden(self.admitter, call, run, send, log, base):
+                return
+        who = await riding.admitted(self.admitter, headers, budget, log)
+        await self._call(who, scope, body, receive, send, log)
 
     async def _call(
         self,
@@ -170,37 +126,3 @@ class McpEndpoint:
         manager = await self.manager.get()
         await manager.handle_request(scope, replay, watch)
         return status, bytes(reply)
-
-
-async def admitted(
-    admitter: auth.Admitter, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog
-) -> Principal:
-    """The admission statement in a flight of its own, off the event loop."""
-    base = oauth_server.base_url(admitter.rt.settings, headers)
-    try:
-        who: Principal = await anyio.to_thread.run_sync(
-            admitter.admit, headers.get("authorization"), budget, log, base
-        )
-    except DB_ERRORS as exc:
-        raise unavailable(log, exc) from None
-    return who
-
-
-def unavailable(log: telemetry.RequestLog, exc: Exception) -> Refused:
-    """A database that cannot answer the admission: a 503 (try again), never a 401 or a 500."""
-    log.failure = type(exc).__name__
-    return Refused(503, UNAVAILABLE, "db", {"Retry-After": "5"})
-
-
-class _Held:
-    """An ASGI `send` that keeps the response until `release` (or drops it, never sent)."""
-
-    def __init__(self) -> None:
-        self._messages: list[Message] = []
-
-    async def __call__(self, message: Message) -> None:
-        self._messages.append(message)
-
-    async def release(self, send: Send) -> None:
-        for message in self._messages:
-            await send(message)
