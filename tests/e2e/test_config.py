@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from sessionvault.cli.server import WARM_MARK
 from sessionvault.local import embedded
 from tests.conftest import free_port
 from tests.support import jsonrpc
+from tests.support.served import serving
 
 RATE_PER_MINUTE = 5
 
@@ -156,30 +156,12 @@ def dev() -> Iterator[Dev]:
     port = free_port()
     write_config(home, f'port = {port}\nembeddings = "local"\nrate_per_minute = {RATE_PER_MINUTE}\n')
     log = home.parent / f"{home.name}-dev.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "sessionvault.cli.main", "dev"],
-            env=environ(home),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
     try:
-        deadline = time.monotonic() + 180
-        while "SessionVault serving" not in log.read_text():
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "dev did not start"
-            time.sleep(0.2)
-        key = re.search(r"^\s+(sv_live_\S+)$", log.read_text(), re.MULTILINE)
-        assert key, log.read_text()
-        yield Dev(home, port, key.group(1), log)
+        with serving(["dev"], environ(home), log):
+            key = re.search(r"^\s+(sv_live_\S+)$", log.read_text(), re.MULTILINE)
+            assert key, log.read_text()
+            yield Dev(home, port, key.group(1), log)
     finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
         embedded.stop(home)
         shutil.rmtree(home, ignore_errors=True)
         log.unlink(missing_ok=True)

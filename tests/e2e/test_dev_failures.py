@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from sessionvault.cli import main as cli
 from sessionvault.local import embedded, statelock, target
 from tests.conftest import free_port
+from tests.support.served import serving
 
 QUICKSTART_MARK = "State folder:"  # the first line of the quick start
 
@@ -56,29 +56,11 @@ def running(home: Path) -> Iterator[tuple[subprocess.Popen[str], int, Path]]:
     """`sessionvault dev` serving from `home` on a free port."""
     port = free_port()
     log = home.parent / f"{home.name}-dev.log"
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "sessionvault.cli.main", "dev", "--port", str(port)],
-            env=environ(home),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        deadline = time.monotonic() + 180
-        while "SessionVault serving" not in log.read_text():
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "dev did not start"
-            time.sleep(0.2)
-        try:
+    try:
+        with serving(["dev", "--port", str(port)], environ(home), log) as server:
             yield server, port, home
-        finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-            log.unlink(missing_ok=True)
+    finally:
+        log.unlink(missing_ok=True)
 
 
 def test_a_busy_port_is_named_with_its_pid_before_the_quick_start(tmp_path: Path) -> None:

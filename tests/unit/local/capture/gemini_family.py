@@ -12,21 +12,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
+from .recorded_run import CWD, FAILURE, PROMPTS, TODOS
+
 TRANSCRIPTS = Path(__file__).resolve().parents[3] / "fixtures" / "transcripts"
 MAKEFILE = Path(__file__).resolve().parents[4] / "Makefile"
-CWD = Path("/home/user/widget")
-# What record.py has each client do, in two turns.
-PROMPTS = [
-    "Plan the widget work, write notes/plan.md, then check the widget config.",
-    "Note the missing config in the plan and tell me where we stand.",
-]
-TODOS = {
-    "Draft the widget plan": "completed",
-    "Check the widget config": "in_progress",
-    "Ship the widget": "pending",
-}
-COMMAND = "python3 -c \"raise SystemExit('sv-boom: widget config missing')\""
-FAILURE = f"{COMMAND}: sv-boom: widget config missing"
 
 
 def write_records(path: Path, *records: dict[str, Any]) -> Path:

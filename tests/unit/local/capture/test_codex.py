@@ -16,6 +16,8 @@ import pytest
 from sessionvault.local.capture import codex
 from sessionvault.local.capture.transcript import json_lines
 
+from .recorded_run import COMMAND, CWD, PROMPTS, TODOS
+
 VERSION = "0.171.0"
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "transcripts" / f"codex-{VERSION}"
 MAKEFILE = Path(__file__).resolve().parents[4] / "Makefile"
@@ -23,17 +25,6 @@ ROLLOUT = FIXTURES / "rollout.jsonl"
 HOOKS = [json.loads(line) for line in (FIXTURES / "hooks.jsonl").read_text().splitlines() if line.strip()]
 SESSION_ID = HOOKS[0]["session_id"]
 RECORDED_AT = Path(HOOKS[0]["transcript_path"])  # where Codex wrote it, under HOME /home/user
-CWD = Path("/home/user/widget")
-PROMPTS = [
-    "Plan the widget work, write notes/plan.md, then check the widget config.",
-    "Note the missing config in the plan and tell me where we stand.",
-]
-TODOS = {
-    "Draft the widget plan": "completed",
-    "Check the widget config": "in_progress",
-    "Ship the widget": "pending",
-}
-COMMAND = "python3 -c \"raise SystemExit('sv-boom: widget config missing')\""
 SLOW = (
     "sleep 2; echo 'sv-slow: checking the schema'; "
     "python3 -c \"raise SystemExit('sv-slow-boom: widget schema invalid')\""
