@@ -22,7 +22,7 @@ from sessionvault import names, telemetry
 from sessionvault.cli import main as cli
 from sessionvault.cli import sessions as sessions_cli
 from sessionvault.core import portability, records
-from sessionvault.local import api_client, target
+from sessionvault.local import api_client, export_files, target
 
 from ..conftest import make_user
 from .test_api import save
@@ -295,7 +295,7 @@ def test_export_markdown_writes_one_page_per_session(capsys, server, history, tm
     code, _, err = sv(capsys, server, history.key, "export", "--dir", str(folder))
     assert code == 0, err
     files = sorted(p.name for p in folder.iterdir())
-    page_name = sessions_cli.markdown_file("auto/codex/s1", set())
+    page_name = export_files.markdown_file("auto/codex/s1", set())
     assert files == sorted(["index.md", "notes.md", page_name]) and page_name.startswith("auto_codex_s1-")
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in folder.iterdir())

@@ -44,7 +44,7 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("state", choices=["on", "off", "status"])
     p.set_defaults(func=_run_capture)
 
-    from sessionvault.cli.sessions import connection_options
+    from sessionvault.cli.connection import connection_options
 
     i = subparsers.add_parser(
         "import",
@@ -197,7 +197,7 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
 
 
 def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
-    from sessionvault.cli.sessions import api_for
+    from sessionvault.cli.connection import api_for
     from sessionvault.core.portability import FORMAT
 
     api = api_for(args.url, args.key)

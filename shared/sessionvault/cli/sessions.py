@@ -10,95 +10,21 @@ JSON as it came, for scripts."""
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import shutil
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
+from sessionvault.cli.connection import api_for, connection_options
+from sessionvault.cli.terminal import confirm, print_json, table, when
 from sessionvault.errors import ConfigError, ValidationFailed
 from sessionvault.local import api_client as client
-from sessionvault.local import diff
-from sessionvault.local.api_client import Api
-from sessionvault.local.config import SERVER_URL_HELP
-from sessionvault.names import KEY_ENV
+from sessionvault.local import diff, export_files
 
 LIST_PAGE = 100  # the API's largest page
 
 
 # --------------------------------------------------------------------------- shared pieces
-
-
-def connection_options() -> argparse.ArgumentParser:
-    """--url, --key: the parent of every command here (and of `import`)."""
-    p = argparse.ArgumentParser(add_help=False)
-    p.add_argument(
-        "--url",
-        default=None,
-        help=f"the server (its /mcp URL; default: {SERVER_URL_HELP})",
-    )
-    p.add_argument(
-        "--key", default=None, help=f"API key (default: ${KEY_ENV}, else the deployed stack's saved key)"
-    )
-    return p
-
-
-def api_for(url: str | None, key: str | None) -> Api:
-    """The API that --url/--key name, with `connect`'s precedence for what is not given."""
-    from sessionvault.local import target
-
-    state = target.state_folder()
-    url = url or target.default_url(os.environ, state)
-    found = key or target.default_key(os.environ, state, url)[0]
-    return Api.at(url, found)
-
-
-def confirm(what: str, expected: str, yes: bool) -> bool:
-    """Irreversible, so confirmed: with --yes, or on a terminal by typing `expected`; refused
-    (ConfigError) without a terminal. False when what was typed is not `expected`."""
-    if yes:
-        return True
-    if not sys.stdin.isatty():
-        raise ConfigError(f"not deleting {what} without confirmation: stdin is not a terminal; add --yes")
-    print(
-        f"This deletes {what}; it cannot be undone.\nTo confirm, type {expected!r}: ",
-        end="",
-        file=sys.stderr,
-        flush=True,
-    )
-    if sys.stdin.readline().strip() != expected:
-        print(f"not deleted: that is not {expected!r}", file=sys.stderr)
-        return False
-    return True
-
-
-def print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def when(iso: str) -> str:
-    """`2025-01-02T10:11:12+00:00` -> `2025-01-02 10:11` (a table's width)."""
-    return iso[:16].replace("T", " ")
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], widths: Sequence[int] = ()) -> str:
-    """Left-aligned columns; a column of `widths` > 0 is cut to that width, the last column to
-    what the terminal leaves."""
-    cells = [
-        [diff.one_line(v, w) for v, w in zip(row, [*widths, *[0] * len(headers)], strict=False)]
-        for row in rows
-    ]
-    sizes = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    room = shutil.get_terminal_size((120, 24)).columns - sum(s + 2 for s in sizes[:-1])
-    sizes[-1] = max(min(sizes[-1], room), 10)
-    lines = []
-    for row in [list(headers), *cells]:
-        row[-1] = diff.one_line(row[-1], sizes[-1])
-        lines.append("  ".join(c.ljust(s) for c, s in zip(row, sizes, strict=True)).rstrip())
-    return "\n".join(lines)
 
 
 def _note(entry: client.Listing) -> str:
@@ -243,20 +169,20 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not markdown and args.dir is not None:
         raise ConfigError("--dir is for --format markdown; NDJSON goes to --out FILE (or stdout)")
     api = api_for(args.url, args.key)
-    lines = _checked(client.export(api), FORMAT)
+    lines = export_files.checked(client.export(api), FORMAT)
     if markdown:
-        sessions, versions = write_markdown(Path(args.dir), lines)
+        sessions, versions = export_files.write_markdown(Path(args.dir), lines)
         where = str(args.dir)
     elif args.out in (None, "-"):
         try:
-            sessions, versions = _copy(lines, sys.stdout.buffer)
+            sessions, versions = export_files.copy(lines, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         except BrokenPipeError:  # `| head`: the reader has what it wanted
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
         where = "stdout"
     else:
-        sessions, versions = _to_file(Path(args.out), lines)
+        sessions, versions = export_files.to_file(Path(args.out), lines)
         where = str(args.out)
     print(
         f"exported {sessions} session(s), {versions} version(s) to {where} (plaintext: keep it as"
@@ -264,107 +190,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
-
-
-def _checked(lines: Iterator[bytes], format_name: str) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    """Each line with its JSON; the first must be the export header and the last its end line
-    (`{"end": true, "sessions": N}`, N the sessions between): a stream cut short, even at a
-    line boundary, is an error, never a shorter export."""
-    sessions, ended = 0, False
-    for number, raw in enumerate(lines, start=1):
-        try:
-            parsed = json.loads(raw)
-        except ValueError:
-            raise client.Unavailable(f"line {number} of the export is not JSON: export again") from None
-        if number == 1 and (not isinstance(parsed, dict) or parsed.get("format") != format_name):
-            raise ConfigError(f"the server's export is not {format_name}: is it a SessionVault server?")
-        ended = isinstance(parsed, dict) and parsed.get("end") is True
-        if ended and parsed.get("sessions") != sessions:
-            raise client.Unavailable("the export's end line does not match what came before it: export again")
-        sessions += number > 1 and not ended
-        yield raw, parsed
-    if not ended:
-        raise client.Unavailable("the export stopped before its end line: export again")
-
-
-def _copy(lines: Iterable[tuple[bytes, dict[str, Any]]], sink: IO[bytes]) -> tuple[int, int]:
-    sessions = versions = 0
-    for raw, parsed in lines:
-        sink.write(raw)
-        if "versions" in parsed:  # a session line (not the header or the end line)
-            sessions += 1
-            versions += len(parsed.get("versions") or [])
-    return sessions, versions
-
-
-def _to_file(path: Path, lines: Iterable[tuple[bytes, dict[str, Any]]]) -> tuple[int, int]:
-    """Written aside (0600: an export is plaintext) and renamed when whole: a failed export
-    never leaves a file that looks complete."""
-    aside = path.with_name(f".{path.name}.{os.getpid()}.part")
-    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            counts = _copy(lines, f)
-        os.replace(aside, path)
-    except BaseException:
-        aside.unlink(missing_ok=True)
-        raise
-    return counts
-
-
-INDEX = "index.md"
-
-
-def markdown_file(name: str, used: set[str]) -> str:
-    """A session's file name in the Markdown folder: the name itself when it is a plain file
-    name, else a readable spelling of it with a short hash of the name (names may hold slashes
-    and anything else); never one already `used` (compared without case, as macOS does)."""
-    stem = "".join(c if c.isalnum() or c in "._-" else "_" for c in name).lstrip(".")[:100] or "_"
-    file = f"{stem}.md"
-    if stem != name or file.lower() in used:
-        file = f"{stem}-{hashlib.sha256(name.encode()).hexdigest()[:8]}.md"
-    n = 2
-    while file.lower() in used:
-        file = f"{stem}-{hashlib.sha256(name.encode()).hexdigest()[:8]}-{n}.md"
-        n += 1
-    used.add(file.lower())
-    return file
-
-
-def write_markdown(folder: Path, lines: Iterable[tuple[bytes, dict[str, Any]]]) -> tuple[int, int]:
-    """One Markdown file per session (every kept version in it, newest first) and an index,
-    into an empty or new folder (0700, files 0600): one session in memory at a time."""
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ConfigError(f"{folder} is not an empty folder: give a new or empty one")
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    used, index = {INDEX}, []
-    versions = 0
-    for _, session in lines:
-        if "versions" not in session:  # the header, or the end line
-            continue
-        file = markdown_file(str(session.get("name", "")), used)
-        _write_new(folder / file, diff.markdown(session))
-        kept = session.get("versions") or []
-        versions += len(kept)
-        last = kept[-1].get("saved_at", "") if kept else ""
-        index.append((str(session.get("name", "")), file, str(session.get("repo", "")), len(kept), last))
-    page = [
-        "# SessionVault export",
-        "",
-        "| Session | Repository | Versions | Last saved |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, file, repo, count, last in index:
-        cell = diff.one_line(name).replace("|", "\\|")
-        page.append(f"| [{cell}]({file}) | {diff.one_line(repo)} | {count} | {diff.one_line(last)} |")
-    _write_new(folder / INDEX, "\n".join(page) + "\n")
-    return len(index), versions
-
-
-def _write_new(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
 
 
 # --------------------------------------------------------------------------- parsers

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sessionvault.cli.sessions import markdown_file
 from sessionvault.local import diff
+from sessionvault.local.export_files import markdown_file
 
 RECORD: dict[str, Any] = {
     "summary": "Moved login to JWT.\nRefresh tokens rotate.",
