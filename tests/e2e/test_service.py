@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.local import command, service
+from sessionvault.local import command, service, service_units
 from tests.conftest import free_port
 
 
@@ -55,7 +55,7 @@ def verify(unit: Path, *, user: bool, tmp_path: Path) -> subprocess.CompletedPro
 
 def write_unit(tmp_path: Path, **env: str) -> Path:
     s = service.build(platform="linux", env=env, user_home=tmp_path / "home")
-    unit = tmp_path / service.UNIT  # verify wants the unit's own name
+    unit = tmp_path / service_units.UNIT  # verify wants the unit's own name
     unit.write_text(s.text())
     return unit
 
@@ -75,7 +75,7 @@ def test_the_unit_passes_systemd_analyze_verify(tmp_path: Path, user: bool, env:
     done = verify(unit, user=user, tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
     # verify reports a bad directive on stderr and still exits 0: no line about the unit at all.
-    assert str(unit) not in done.stderr and service.UNIT not in done.stderr, done.stderr
+    assert str(unit) not in done.stderr and service_units.UNIT not in done.stderr, done.stderr
 
 
 def test_verify_would_catch_a_bad_unit(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_where_a_user_systemd_runs_the_service_really_starts_and_serves(tmp_path
         pytest.skip(f"no user systemd in this test environment: {why_not}")
     port = free_port()
     home = Path.home()
-    unit = home / ".config/systemd/user" / service.UNIT
+    unit = home / ".config/systemd/user" / service_units.UNIT
     if unit.exists():
         pytest.skip(f"{unit} exists already: not replacing the user's own service")
     state = Path(os.environ.get("TMPDIR", "/tmp")) / f"sv-svc-{os.getpid()}"
@@ -143,7 +143,7 @@ def test_install_here_without_a_user_systemd_says_what_to_run(tmp_path: Path) ->
     argv = [sys.executable, "-m", "sessionvault.cli.main", "service", "install"]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    unit = tmp_path / ".config/systemd/user" / service.UNIT
+    unit = tmp_path / ".config/systemd/user" / service_units.UNIT
     assert unit.is_file() and f"wrote {unit}" in done.stdout
     assert (
         "systemctl --user daemon-reload && systemctl --user enable --now sessionvault.service" in done.stdout

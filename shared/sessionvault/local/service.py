@@ -16,59 +16,26 @@ that environment: it is written 0600."""
 from __future__ import annotations
 
 import os
-import plistlib
 import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sessionvault.errors import ConfigError
 from sessionvault.local import command, config
+from sessionvault.local.service_units import LABEL, UNIT, Service
 from sessionvault.names import HOME_ENV, KEY_ENV, PORT_ENV, URL_ENV
 
-UNIT = "sessionvault.service"
-LABEL = "dev.sessionvault"
 # Client-side settings: the server has no use for them (and the key is a secret).
 CLIENT_ONLY = {KEY_ENV, URL_ENV}
-# Exit 2 is a clear refusal (port or state folder in use, no database): retrying cannot help.
-REFUSED_EXIT = 2
 
 Runner = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
 
 
 def run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=False)
-
-
-@dataclass(frozen=True)
-class Service:
-    """What the service runs and where its files go, for one platform."""
-
-    platform: str  # "linux" or "darwin"
-    argv: list[str]  # absolute program, then its arguments
-    env: dict[str, str]
-    user_home: Path
-    port: int
-    state: Path
-    external_database: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def path(self) -> Path:
-        if self.platform == "darwin":
-            return self.user_home / "Library" / "LaunchAgents" / f"{LABEL}.plist"
-        return self.user_home / ".config" / "systemd" / "user" / UNIT
-
-    @property
-    def log_dir(self) -> Path:
-        return self.user_home / "Library" / "Logs" / "SessionVault"
-
-    def text(self) -> str:
-        return launchd_plist(self).decode() if self.platform == "darwin" else systemd_unit(self)
 
 
 def platform_name(platform: str | None = None) -> str:
@@ -111,48 +78,6 @@ def build(
     return Service(platform_name(platform), argv, settings, user_home, port, state, external)
 
 
-# ---------------------------------------------------------------- systemd
-
-
-def _systemd_quote(word: str) -> str:
-    """One ExecStart word: double-quoted, `\\` and `"` escaped, `%` and `$` doubled (systemd
-    would expand specifiers and variables in them)."""
-    escaped = word.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
-    return f'"{escaped}"'
-
-
-def _systemd_env(name: str, value: str) -> str:
-    if "\n" in value:
-        raise ConfigError(f"{name} holds a line break: it cannot go into a systemd unit")
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-    return f'Environment="{name}={escaped}"'
-
-
-def systemd_unit(s: Service) -> str:
-    what = "against DATABASE_URL" if s.external_database else f"embedded, state in {s.state}"
-    lines = [
-        "# Written by `sessionvault service install`; `sessionvault service uninstall` removes it.",
-        "[Unit]",
-        f"Description=SessionVault MCP server on 127.0.0.1:{s.port} ({what})",
-        "",
-        "[Service]",
-        "Type=simple",
-        "ExecStart=" + " ".join(_systemd_quote(word) for word in s.argv),
-        *(_systemd_env(k, v) for k, v in s.env.items()),
-        "Restart=on-failure",
-        "RestartSec=5",
-        f"RestartPreventExitStatus={REFUSED_EXIT}",
-        # As Ctrl-C: the server stops its embedded database on the way out.
-        "KillSignal=SIGINT",
-        "TimeoutStopSec=30",
-        "",
-        "[Install]",
-        "WantedBy=default.target",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def user_systemd(runner: Runner = run) -> str | None:
     """None when a user systemd answers here, else why not (no systemctl, no user manager:
     a container, an ssh session without lingering)."""
@@ -168,27 +93,6 @@ def user_systemd(runner: Runner = run) -> str | None:
         reason = " ".join((done.stderr or done.stdout).split()) or f"exit {done.returncode}"
         return f"no user systemd is reachable ({reason})"
     return None
-
-
-# ---------------------------------------------------------------- launchd
-
-
-def launchd_plist(s: Service) -> bytes:
-    logs = s.log_dir
-    agent: dict[str, Any] = {
-        "Label": LABEL,
-        "ProgramArguments": list(s.argv),
-        "RunAtLoad": True,
-        "KeepAlive": {"SuccessfulExit": False},  # restarted after a failure, not after a stop
-        "ThrottleInterval": 5,
-        "ProcessType": "Background",
-        "WorkingDirectory": str(s.user_home),
-        "StandardOutPath": str(logs / "sessionvault.log"),
-        "StandardErrorPath": str(logs / "sessionvault.err.log"),
-        "EnvironmentVariables": dict(s.env),
-        "ExitTimeOut": 30,
-    }
-    return plistlib.dumps(agent, fmt=plistlib.FMT_XML, sort_keys=True)
 
 
 # ---------------------------------------------------------------- the commands

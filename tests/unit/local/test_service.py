@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import service
+from sessionvault.local import service, service_units
 
 SV = "/opt/sessionvault/bin/sessionvault"
 
@@ -67,7 +67,7 @@ KEEPALIVE_KEYS = {"SuccessfulExit", "NetworkState", "PathState", "OtherJobEnable
 PROCESS_TYPES = {"Background", "Standard", "Adaptive", "Interactive"}
 
 
-def build(tmp_path: Path, platform: str, **env: str) -> service.Service:
+def build(tmp_path: Path, platform: str, **env: str) -> service_units.Service:
     return service.build(platform=platform, env=env, user_home=tmp_path, program=[SV])
 
 
