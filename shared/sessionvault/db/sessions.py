@@ -53,13 +53,36 @@ def get_by_name(db: Database, user_id: str, name: str, version: int | None) -> R
     return tenant_row(db, user_id, sql, {"user_id": user_id, "name": name, "version": version})
 
 
-# "The latest" of a repo: a head with an open offer that `client` may claim comes first, so a
-# deliberate handoff is never hidden behind a newer automatic checkpoint; then the newest.
-_LATEST = """ AND (%(repo)s = '' OR s.repo = %(repo)s)
-ORDER BY (h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
-          AND (h.to_client = '' OR h.to_client = %(client)s)) DESC NULLS LAST,
-         s.updated_at DESC, s.id DESC
-LIMIT 1"""
+# "The latest" of a repo: the newest open offer `client` may claim (the version a claim would
+# take), so a deliberate handoff is never hidden behind a newer automatic checkpoint; failing
+# that, the newest head by time. Two candidates picked apart, never one sort key over both: a
+# key that is NULL for sessions without an offer sorted them last, behind every old accepted one.
+_LATEST = (
+    """
+WITH offer AS (
+    SELECT h.session_id, h.version FROM handoffs h
+    WHERE h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
+      AND (h.to_client = '' OR h.to_client = %(client)s)
+      AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
+    ORDER BY h.offered_at DESC LIMIT 1
+),
+newest AS (
+    SELECT s.id AS session_id, s.version FROM sessions s
+    WHERE s.user_id = %(user_id)s AND (%(repo)s = '' OR s.repo = %(repo)s)
+    ORDER BY s.updated_at DESC, s.id DESC LIMIT 1
+),
+pick AS (
+    SELECT * FROM offer UNION ALL SELECT * FROM newest WHERE NOT EXISTS (SELECT 1 FROM offer)
+)
+SELECT"""
+    + RECORD_COLUMNS
+    + """
+FROM pick
+JOIN sessions s ON s.id = pick.session_id
+JOIN session_versions v ON v.session_id = pick.session_id AND v.version = pick.version
+LEFT JOIN handoffs h ON h.session_id = v.session_id AND h.version = v.version
+"""
+)
 
 
 # Every kept version of one session, oldest first, each with its offer's state: an export.
@@ -95,8 +118,10 @@ def versions_of(db: Database, user_id: str, name: str) -> list[int] | None:
 
 
 def get_latest_for_repo(db: Database, user_id: str, repo: str, client: str = "") -> Row | None:
-    params = {"user_id": user_id, "repo": repo, "version": None, "client": client}
-    return tenant_row(db, user_id, _LOAD + _LATEST, params)
+    """The latest of `repo` ('' = any) for `client`: the newest open offer it may claim, else the
+    newest session by time (see _LATEST)."""
+    params = {"user_id": user_id, "repo": repo, "client": client}
+    return tenant_row(db, user_id, _LATEST, params)
 
 
 # Each session's newest offer (if any) rides along: list_sessions shows its state.
