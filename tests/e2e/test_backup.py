@@ -8,6 +8,8 @@ writes anything, and so is one into a folder that is not empty."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import io
 import json
 import os
 import shutil
@@ -159,7 +161,7 @@ def stored_rows(home: Path) -> list[tuple[Any, ...]]:
 def folders() -> Iterator[dict[str, Path]]:
     made = {name: state_folder() for name in ("original", "restored", "wrong", "nokey", "busy")}
     yield made
-    for home in made.values():
+    for home in list(made.values()):
         stop_postgres(home)
         shutil.rmtree(home, ignore_errors=True)
         for leftover in (f"{home.name}-server.log", f"{home.name}.backup"):
@@ -219,7 +221,7 @@ def test_the_backup_says_the_master_key_is_not_in_it(backed_up: dict[str, Any]) 
     out = backed_up["output"]
     assert "while a server was running" in out and "NOT in the backup" in out
     with tarfile.open(backed_up["file"]) as tar:
-        assert sorted(tar.getnames()) == [backups.DUMP, backups.MANIFEST]
+        assert sorted(tar.getnames()) == [backups.DUMP, backups.MANIFEST, backups.MAC]
         manifest = json.loads(tar.extractfile(backups.MANIFEST).read())  # type: ignore[union-attr]
         dump = tar.extractfile(backups.DUMP).read()  # type: ignore[union-attr]
     assert manifest["master_key_included"] is False and manifest["server_running"] is True
@@ -234,7 +236,7 @@ def test_a_restored_server_serves_every_version_byte_identical(
     shutil.copy2(original / "master.key", restored / "master.key")  # "empty" but for the key
     done = sessionvault(restored, "restore", str(backed_up["file"]))
     assert done.returncode == 0, done.stderr
-    assert "no master key" in done.stdout
+    assert "no master key" in done.stdout and "authenticates it" in done.stdout
     assert (restored / "master.key").read_bytes() == (original / "master.key").read_bytes()
 
     with Server(restored) as server:
@@ -341,3 +343,131 @@ def test_backup_refuses_an_existing_file_and_a_folder_without_a_database(backed_
     done = sessionvault(original.parent / original.name.removesuffix(".backup"), "backup", str(original))
     assert done.returncode == 2 and "already exists" in done.stderr
     assert original.read_bytes() == before
+
+
+def rewrite(file: Path, dest: Path, **members: bytes) -> None:
+    """A copy of the archive `file` with some members' bytes replaced (what an attacker can do)."""
+    with tarfile.open(file) as tar:
+        kept = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    kept.update(members)
+    with tarfile.open(dest, "w") as tar:
+        for name, data in kept.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def hostile(folders: dict[str, Path]) -> dict[str, Any]:
+    """A backup whose database held, beside one user's session, what the review's crafted dump
+    held: a function that runs `COPY ... TO PROGRAM` and a materialized view over it (refreshed
+    by a full pg_restore), plus a trigger and an event trigger calling it. The backup tool signs
+    it with the right key: the restore must still run none of it."""
+    home = state_folder()
+    marker = home.parent / f"{home.name}-pwned"
+    key = make_key(home, "eve")
+    with Server(home) as server:
+        server.call(key, "save_session", name="kept", summary="the rows come back")
+    from sessionvault.local import embedded
+
+    db = embedded.start(home)
+    program = f"touch {marker}"
+    with psycopg.connect(db.owner_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION pwn() RETURNS int LANGUAGE plpgsql AS $$ BEGIN"
+            f" EXECUTE 'COPY (SELECT 1) TO PROGRAM ' || quote_literal('{program}'); RETURN 1; END $$"
+        )
+        conn.execute("CREATE MATERIALIZED VIEW pwned AS SELECT pwn() AS x")
+        conn.execute(
+            "CREATE FUNCTION pwn_row() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN PERFORM pwn(); RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER pwn_on_insert BEFORE INSERT ON sessions FOR EACH ROW EXECUTE FUNCTION pwn_row()"
+        )
+        conn.execute(
+            "CREATE FUNCTION pwn_ddl() RETURNS event_trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN PERFORM pwn(); END $$"
+        )
+        conn.execute("CREATE EVENT TRIGGER pwn_ddl ON ddl_command_end EXECUTE FUNCTION pwn_ddl()")
+        conn.execute("CREATE ROLE pwn_admin SUPERUSER")
+        conn.execute("ALTER ROLE sessionvault_app BYPASSRLS")  # and widen the serving role
+    embedded.stop(home)
+    file = home.parent / f"{home.name}.backup"
+    done = sessionvault(home, "backup", str(file))
+    assert done.returncode == 0, done.stderr
+    marker.unlink()  # the view's creation ran it once, here, on purpose
+    folders["hostile"] = home
+    return {"file": file, "marker": marker, "key_file": home / "master.key", "api_key": key}
+
+
+def test_a_tampered_archive_is_refused_before_anything_is_unpacked(
+    folders: dict[str, Path], backed_up: dict[str, Any], hostile: dict[str, Any]
+) -> None:
+    """The review's attack: the dump swapped for a hostile one, the checksum recomputed, the key's
+    fingerprint copied. The MAC under the master key catches it; nothing is written."""
+    home = state_folder()
+    try:
+        with tarfile.open(backed_up["file"]) as tar:
+            manifest = json.loads(tar.extractfile(backups.MANIFEST).read())  # type: ignore[union-attr]
+        with tarfile.open(hostile["file"]) as tar:
+            evil = tar.extractfile(backups.DUMP).read()  # type: ignore[union-attr]
+        manifest["dump_sha256"] = hashlib.sha256(evil).hexdigest()
+        forged = home.parent / f"{home.name}.forged"
+        rewrite(
+            backed_up["file"], forged, **{backups.DUMP: evil, backups.MANIFEST: json.dumps(manifest).encode()}
+        )
+        key_file = str(folders["original"] / "master.key")
+        done = sessionvault(home, "restore", str(forged), SESSIONVAULT_MASTER_KEY_FILE=key_file)
+        assert done.returncode == 2
+        assert "fails its authentication check" in done.stderr and "Nothing was restored" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert list(home.iterdir()) == []
+
+        manifest["format"] = "sessionvault-backup/1"  # an old, unauthenticated archive: refused too
+        rewrite(backed_up["file"], forged, **{backups.MANIFEST: json.dumps(manifest).encode()})
+        done = sessionvault(home, "restore", str(forged), SESSIONVAULT_MASTER_KEY_FILE=key_file)
+        assert done.returncode == 2 and "before archives were authenticated" in done.stderr, done.stderr
+        assert list(home.iterdir()) == []
+        forged.unlink()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert not hostile["marker"].exists()
+
+
+def test_a_restore_runs_nothing_the_dump_holds_only_its_rows(
+    folders: dict[str, Path], hostile: dict[str, Any]
+) -> None:
+    """Even an archive with a valid MAC (someone holding the key, or a database someone tampered
+    with before the backup) brings back rows only: no function, view, trigger, event trigger or
+    role of the dump is created, the program never runs, and the serving roles are as our
+    migrations make them."""
+    home = folders["restored_hostile"] = state_folder()
+    done = sessionvault(
+        home, "restore", str(hostile["file"]), SESSIONVAULT_MASTER_KEY_FILE=str(hostile["key_file"])
+    )
+    assert done.returncode == 0, done.stderr
+    assert not hostile["marker"].exists()
+    from sessionvault.local import embedded
+
+    db = embedded.start(home)
+    try:
+        with psycopg.connect(db.owner_url) as conn:
+            one = conn.execute
+            assert one("SELECT count(*) FROM pg_proc WHERE proname LIKE 'pwn%'").fetchone() == (0,)
+            assert one("SELECT count(*) FROM pg_matviews WHERE matviewname = 'pwned'").fetchone() == (0,)
+            assert one("SELECT count(*) FROM pg_trigger WHERE tgname = 'pwn_on_insert'").fetchone() == (0,)
+            assert one("SELECT count(*) FROM pg_event_trigger").fetchone() == (0,)
+            assert one(
+                "SELECT count(*) FROM pg_roles WHERE rolname IN ('pwn_admin', 'sessionvault_restore')"
+            ).fetchone() == (0,)
+            assert one(
+                "SELECT bool_or(rolsuper OR rolbypassrls) FROM pg_roles WHERE rolname LIKE 'sessionvault\\_%'"
+            ).fetchone() == (False,)
+            assert one("SELECT count(*) FROM sessions").fetchone() == (1,)
+    finally:
+        embedded.stop(home)
+    with Server(home) as server:  # and the rows serve: the user's key and session came back
+        loaded = server.call(hostile["api_key"], "load_session", name="kept")["structuredContent"]
+    assert loaded["summary"] == "the rows come back"
+    assert not hostile["marker"].exists()

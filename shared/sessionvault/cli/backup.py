@@ -49,15 +49,15 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from sessionvault.local import backup
+    from sessionvault.local import backup, restore
 
     _embedded_only("restore")
     home, source = default_home(), Path(args.file).expanduser().absolute()
-    result = backup.restore(home, source)
+    result = restore.restore(home, source)
     m = result.manifest
     print(f"Restored {source} (taken {m['created_at']}) into {home}: {_counted(m['restored_counts'])}.")
     print(
-        "The backup holds no master key; the one given matches its fingerprint and is in"
+        "The backup holds no master key; the one given authenticates it and is in"
         f" {home / backup.KEY_FILE} now. A new audit salt is made on the first start."
     )
     print("Start the server on it: sessionvault dev")

