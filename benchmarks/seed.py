@@ -56,7 +56,7 @@ MODEL = "local:all-MiniLM-L6-v2"  # what LocalEmbedder records: search compares 
 @dataclass
 class Seeded:
     home: Path
-    db: object  # sessionvault.local.embedded.Embedded
+    db: object  # sessionvault.local.host.embedded.Embedded
     master_key: str
     audit_salt: str
     large: str  # user ids
@@ -103,7 +103,7 @@ def _why_stale(meta: dict, schema: dict[str, str]) -> str:
 
 
 def open_seeded(fresh: bool = False) -> Seeded:
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
 
     home = cache_home()
     meta_file = home / "bench-seed.json"

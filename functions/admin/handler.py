@@ -3,11 +3,11 @@ Event: {"action": <one of jobs.admin.ACTIONS>, ...arguments}. Answer: {"ok": boo
 
 from typing import Any
 
-from sessionvault import settings
+from sessionvault import aws_secrets
 from sessionvault.jobs import admin
 from sessionvault.runtime import open_runtime
 
-RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
+RUNTIME = open_runtime(aws_secrets.from_lambda(), pool_size=1)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

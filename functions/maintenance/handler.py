@@ -3,11 +3,11 @@ Each task is idempotent and safe to run twice at once."""
 
 from typing import Any
 
-from sessionvault import settings, telemetry
+from sessionvault import aws_secrets, telemetry
 from sessionvault.jobs import maintenance
 from sessionvault.runtime import open_runtime
 
-RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
+RUNTIME = open_runtime(aws_secrets.from_lambda(), pool_size=1)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

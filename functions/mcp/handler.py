@@ -2,7 +2,7 @@
 
 Built once per execution environment at init (a configuration problem stops it here, with one
 log line per problem); Mangum's lifespan is off because the app has none to run. Init imports
-no boto3: the secrets are read with one signed HTTPS request each (settings.fetch_secret) and
+no boto3: the secrets are read with one signed HTTPS request each (aws_secrets.fetch_secret) and
 the KMS client is made on the first request that needs it (docs/snapstart.md, "Cold start").
 
 With SnapStart (template parameter SnapStart=On) Lambda runs this init once per published
@@ -13,7 +13,7 @@ give each restored copy a fresh pool (docs/snapstart.md). Without SnapStart they
 
 from mangum import Mangum
 
-from sessionvault import settings
+from sessionvault import aws_secrets
 from sessionvault.runtime import open_runtime
 from sessionvault.server.app import SessionVaultApp
 
@@ -22,7 +22,7 @@ try:  # part of the Lambda Python runtimes (3.12+); absent on a laptop and in th
 except ImportError:
     snapshot_restore_py = None
 
-RUNTIME = open_runtime(settings.from_lambda(), pool_size=1)
+RUNTIME = open_runtime(aws_secrets.from_lambda(), pool_size=1)
 handler = Mangum(SessionVaultApp(RUNTIME), lifespan="off")
 
 

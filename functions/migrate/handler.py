@@ -1,7 +1,7 @@
 """Migrate function: the Database custom resource's backing function (template.yaml). Invoked by
 CloudFormation only, on every deploy that brings new code: migrates as the owner, sets the login
 roles' passwords, writes the functions' connection secrets, and always answers the stack
-(jobs/provision.py). Its configuration is its environment, never the event; an event that is
+(jobs/provision/resource.py). Its configuration is its environment, never the event; an event that is
 not CloudFormation's is refused unanswered."""
 
 from pathlib import Path
@@ -10,7 +10,7 @@ from typing import Any
 import boto3  # type: ignore[import-untyped]
 
 from sessionvault import telemetry
-from sessionvault.jobs import provision
+from sessionvault.jobs.provision import resource as provision
 
 CODE_DIR = Path(__file__).resolve().parent  # a relative DatabaseCaBundle is a file shipped here
 

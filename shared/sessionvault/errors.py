@@ -1,5 +1,31 @@
-"""Every error SessionVault raises across a module boundary. Each carries the short class
-recorded in the audit trail (`error_class`), never its message: messages may hold caller data."""
+"""Every error class SessionVault defines, in one place. Each carries the short class recorded
+in the audit trail (`error_class`), never its message: messages may hold caller data.
+
+    SessionVaultError
+    ├── ConfigError                 a setting or local state is unusable; nothing serves
+    │   ├── StateInUse              another server holds the state folder
+    │   └── ModelMissing            the local embedding model is not installed
+    ├── ProvisionFailed             the Database custom resource failed on deploy
+    ├── VaultError                  reported to the caller of a tool, the API or a page
+    │   ├── ValidationFailed
+    │   ├── NotFound                what the caller names is not theirs (404)
+    │   ├── ProviderUnavailable     the embedding or key service did not answer
+    │   ├── ScopeMissing
+    │   ├── QuotaExceeded
+    │   ├── KeyReplaced
+    │   └── DecryptionFailed
+    ├── AccountError                an admin action cannot be done as asked
+    ├── Refused                     an HTTP request ends with this status
+    ├── NotAdmitted                 a riding admission did not admit
+    ├── DocumentError               a Client ID Metadata Document cannot be used
+    ├── SecretReadError             a Secrets Manager value could not be read
+    ├── ConfigFileError             a client's config file cannot be edited safely
+    ├── ToolCallFailed              a remote tools/call answered with an error
+    ├── DeployFailed                a step of `sessionvault deploy` failed
+    └── UpstreamError               the laptop cannot reach or use the server
+        ├── RateLimited
+        └── Unavailable
+"""
 
 from __future__ import annotations
 
@@ -20,6 +46,14 @@ class ConfigError(SessionVaultError):
     """A setting is missing or unusable; the process must not serve."""
 
 
+class StateInUse(ConfigError):
+    """Another process serves from this state folder."""
+
+
+class ModelMissing(ConfigError):
+    """The local embedding model's package (or one of its files) is not installed."""
+
+
 class ProvisionFailed(SessionVaultError):
     """The Database custom resource could not set the database up on deploy. The message
     becomes the stack event's reason: it names what failed and never holds a secret."""
@@ -32,6 +66,13 @@ class VaultError(SessionVaultError):
 
 
 class ValidationFailed(VaultError):
+    error_class = "validation"
+
+
+class NotFound(VaultError):
+    """What the caller names (a session, a version, a key) is not theirs: a 404 on the HTTP API
+    and the web view."""
+
     error_class = "validation"
 
 
@@ -89,6 +130,15 @@ class NotAdmitted(SessionVaultError):
     error_class = "auth"
 
 
+class DocumentError(SessionVaultError):
+    """Why a Client ID Metadata Document cannot be used: `code` for the log line (never shown to
+    the caller, who sees an unknown client), `detail` for people reading the log."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(detail or code)
+        self.code = code
+
+
 class ConfigFileError(SessionVaultError):
     """A client's config file cannot be edited safely; nothing was written."""
 
@@ -104,3 +154,29 @@ class DeployFailed(SessionVaultError):
 
 class UpstreamError(SessionVaultError):
     """The bridge cannot reach or use the remote server; the message is meant for the user."""
+
+
+class SecretReadError(SessionVaultError):
+    """A secret could not be read; `code` is AWS's error code (never the secret or its ARN)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class RateLimited(UpstreamError):
+    """A 429: the key's rate limit (or the address's failed-login limit) is used up."""
+
+    error_class = "rate_limit"
+
+    def __init__(self, message: str, retry_after: int | None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Unavailable(UpstreamError):
+    """A 5xx or a connection that failed: may pass if tried again later."""
+
+    def __init__(self, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

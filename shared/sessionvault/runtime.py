@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sessionvault.core import embeddings
+from sessionvault.core.embedding import providers as embeddings
 from sessionvault.core.keys import (
     DekCache,
     KeyProvider,
@@ -12,10 +12,10 @@ from sessionvault.core.keys import (
     LocalKeyProvider,
     parse_master_key,
 )
-from sessionvault.core.vault import Vault
 from sessionvault.db.pool import Database
 from sessionvault.db.saves import Quota
 from sessionvault.errors import ConfigError
+from sessionvault.service.vault import Vault
 from sessionvault.settings import Settings
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import psycopg
 import pytest
 
-from sessionvault.local import embedded
+from sessionvault.local.host import embedded
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.settings import Settings
 

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from sessionvault.core.repos import canonical_repo
 from sessionvault.runtime import Runtime
-from sessionvault.server import tools
 from sessionvault.server.app import SessionVaultApp
+from sessionvault.server.mcp import tools
 
 from ..support.logs import catch_logs
 from .conftest import DERANDOMIZE, GENERATED, OUTCOMES, scaled

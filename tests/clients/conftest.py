@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from sessionvault import names
-from sessionvault.local import rpc
-from sessionvault.local.repo import current_repo
+from sessionvault.local.hook.repo import current_repo
+from sessionvault.local.remote import rpc
 from sessionvault.runtime import Runtime, open_runtime
 
 from ..conftest import ServerThread, free_port, make_settings

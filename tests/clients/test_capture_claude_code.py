@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.local.capture import claude_code
+from sessionvault.local.hook.capture import claude_code
 
 from ..support.scripted_anthropic import ScriptedAnthropic, checkpoint_script
 from .conftest import Env

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessionvault.local.capture import codex as capture
+from sessionvault.local.hook.capture import codex as capture
 
 from ..conftest import make_user
 from ..support.scripted_openai import (

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sessionvault.local.capture import gemini as capture
+from sessionvault.local.hook.capture import gemini as capture
 
 from ..conftest import make_user
 from ..support.scripted_gemini import FAILURE_LINE, PLAN_PATH, TODOS, ScriptedGemini, checkpoint_script

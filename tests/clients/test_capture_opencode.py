@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from sessionvault.local.capture import opencode as reader
+from sessionvault.local.hook.capture import opencode as reader
 
 from ..support.scripted_opencode import (
     ERROR_LINE,

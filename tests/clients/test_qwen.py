@@ -30,7 +30,7 @@ def sessionvault_line(out: str) -> str:
 
 
 def connect_client_name() -> str | None:
-    from sessionvault.local.connect import registry
+    from sessionvault.local.setup import registry
 
     return next((name for name in ("qwen", "qwen-code") if name in registry.CLIENTS), None)
 

@@ -11,7 +11,7 @@ import httpx2
 import jsonschema
 import pytest
 
-from sessionvault.core import portability
+from sessionvault.service import portability
 
 from ..conftest import make_user
 from ..support.jsonrpc import tool_result

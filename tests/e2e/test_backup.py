@@ -28,7 +28,7 @@ import psycopg
 import pytest
 
 from sessionvault.core.keys import parse_master_key
-from sessionvault.local import backup as backups
+from sessionvault.local.host import backup as backups
 
 from ..conftest import free_port
 from ..support.jsonrpc import tool_result
@@ -143,7 +143,7 @@ def every_version(server: Server, keys: dict[str, str]) -> dict[tuple[str, str, 
 
 def stored_rows(home: Path) -> list[tuple[Any, ...]]:
     """Every stored version as the database holds it (ciphertext and all), read as the owner."""
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
 
     db = embedded.start(home)
     try:
@@ -368,7 +368,7 @@ def hostile(folders: dict[str, Path]) -> dict[str, Any]:
     key = make_key(home, "eve")
     with Server(home) as server:
         server.call(key, "save_session", name="kept", summary="the rows come back")
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
 
     db = embedded.start(home)
     program = f"touch {marker}"
@@ -448,7 +448,7 @@ def test_a_restore_runs_nothing_the_dump_holds_only_its_rows(
     )
     assert done.returncode == 0, done.stderr
     assert not hostile["marker"].exists()
-    from sessionvault.local import embedded
+    from sessionvault.local.host import embedded
 
     db = embedded.start(home)
     try:

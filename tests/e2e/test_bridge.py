@@ -12,7 +12,7 @@ import uvicorn
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 
 from sessionvault.server.app import SessionVaultApp
-from sessionvault.server.tools import INSTRUCTIONS
+from sessionvault.server.mcp.tools import INSTRUCTIONS
 
 from ..conftest import ServerThread, free_port, make_user, mcp_client
 

@@ -18,8 +18,8 @@ import pytest
 
 from sessionvault import names
 from sessionvault.core import records
-from sessionvault.local import context
-from sessionvault.local.capture import spool, switch
+from sessionvault.local.hook import session_start as context
+from sessionvault.local.hook.capture import spool, switch
 
 from ..conftest import free_port, make_user
 

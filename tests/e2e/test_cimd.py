@@ -36,9 +36,10 @@ from pydantic import AnyUrl
 
 from sessionvault.core import oauth
 from sessionvault.db import oauth as store
+from sessionvault.errors import DocumentError
 from sessionvault.runtime import Runtime
-from sessionvault.server import cimd
-from sessionvault.server.oauth import OAuthServer
+from sessionvault.server.oauth import cimd
+from sessionvault.server.oauth.endpoints import OAuthServer
 
 from ..conftest import ServerThread, make_user
 from ..support import oauth as flow
@@ -305,7 +306,7 @@ def fetcher(pki: Pki, **overrides: Any) -> cimd.Fetcher:
 
 
 async def refused(f: cimd.Fetcher, url: str) -> str:
-    with pytest.raises(cimd.DocumentError) as caught:
+    with pytest.raises(DocumentError) as caught:
         await f.fetch(url)
     return caught.value.code
 
@@ -433,7 +434,7 @@ URL = "https://app.example/client.json"
     ],
 )
 def test_what_a_document_may_not_say(change: dict[str, Any], code: str) -> None:
-    with pytest.raises(cimd.DocumentError) as caught:
+    with pytest.raises(DocumentError) as caught:
         cimd.document_client(URL, {**document(URL), **change})
     assert caught.value.code == code
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.cli import main as cli
-from sessionvault.local import embedded
+from sessionvault.local.host import embedded
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ class FakeLambda:
         import io
 
         from sessionvault.jobs import admin
-        from sessionvault.local import target
+        from sessionvault.local.host import target
 
         event = json.loads(Payload)
         self.invoked.append((FunctionName, event))

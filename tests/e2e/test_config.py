@@ -22,7 +22,7 @@ import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
 from sessionvault.cli.server import WARM_MARK
-from sessionvault.local import embedded
+from sessionvault.local.host import embedded
 from tests.conftest import free_port
 from tests.support import jsonrpc
 from tests.support.served import serving

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from sessionvault.cli import main as cli
-from sessionvault.local import embedded, statelock, target
+from sessionvault.errors import StateInUse
+from sessionvault.local.host import embedded, statelock, target
 from tests.conftest import free_port
 from tests.support.served import serving
 
@@ -147,7 +148,7 @@ def test_the_lock_is_gone_with_the_process_however_it_ends(tmp_path: Path) -> No
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     assert statelock.holder(tmp_path) == holder.pid
-    with pytest.raises(statelock.StateInUse, match=f"pid {holder.pid}"):
+    with pytest.raises(StateInUse, match=f"pid {holder.pid}"):
         statelock.acquire(tmp_path)
     holder.kill()  # no clean-up code runs
     holder.wait()

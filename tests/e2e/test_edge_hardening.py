@@ -24,13 +24,13 @@ from psycopg import sql
 from sessionvault.db import identity as accounts
 from sessionvault.db.pool import Database
 from sessionvault.jobs import maintenance
-from sessionvault.local import upkeep
-from sessionvault.local.target import Target
+from sessionvault.local.host import upkeep
+from sessionvault.local.host.target import Target
 from sessionvault.runtime import Runtime, open_runtime
-from sessionvault.server import auth
 from sessionvault.server import edge as edge_module
+from sessionvault.server.admission import admitter as auth
 from sessionvault.server.app import SessionVaultApp
-from sessionvault.server.mcp_endpoint import McpEndpoint
+from sessionvault.server.mcp.endpoint import McpEndpoint
 
 from ..conftest import ServerThread, admin_db, free_port, make_settings, make_user
 from ..support.logs import LogCatcher, catch_logs

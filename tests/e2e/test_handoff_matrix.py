@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
-from sessionvault.local.connect import files, registry
+from sessionvault.local.setup import files, registry
 from sessionvault.names import SERVER_NAME
 
 from ..conftest import mcp_client

@@ -16,8 +16,8 @@ import anyio
 import pytest
 
 from sessionvault import names
-from sessionvault.local import context
-from sessionvault.local.repo import current_branch, current_commit, current_repo
+from sessionvault.local.hook import session_start as context
+from sessionvault.local.hook.repo import current_branch, current_commit, current_repo
 
 from ..conftest import mcp_client
 

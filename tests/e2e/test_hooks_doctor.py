@@ -13,9 +13,9 @@ import pytest
 
 from sessionvault import names
 from sessionvault.core import records
-from sessionvault.local import context, doctor, hooks
-from sessionvault.local.connect import files
-from sessionvault.local.repo import current_repo
+from sessionvault.local.hook import session_start as context
+from sessionvault.local.hook.repo import current_repo
+from sessionvault.local.setup import doctor, files, hooks
 
 from ..conftest import free_port, make_user
 

@@ -21,7 +21,7 @@ from mcp import types
 
 from sessionvault import names
 from sessionvault.core import framing
-from sessionvault.local import context
+from sessionvault.local.hook import session_start as context
 
 from ..conftest import User, mcp_client
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.core.minilm import MODEL_PACKAGE
-from sessionvault.local import command
+from sessionvault.core.embedding.minilm import MODEL_PACKAGE
+from sessionvault.local.setup import command
 
 ROOT = Path(__file__).resolve().parents[2]
 EXCLUDES = "infrastructure/install/uv-excludes.txt"  # what uv leaves out (README, "As a tool")
 PROBE = (  # run by the installed tool's own Python: the model loads, and no PyTorch came along
-    "import importlib.util as u, json; from sessionvault.core.embeddings import LocalEmbedder;"
+    "import importlib.util as u, json; from sessionvault.core.embedding.providers import LocalEmbedder;"
     "print(json.dumps({'dims': len(LocalEmbedder().embed('hello') or []),"
     " 'torch': u.find_spec('torch') is not None,"
     " 'sentence_transformers': u.find_spec('sentence_transformers') is not None}))"

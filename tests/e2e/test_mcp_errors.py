@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from sessionvault.server import prompts
+from sessionvault.server.mcp import prompts
 
 from ..conftest import make_user
 

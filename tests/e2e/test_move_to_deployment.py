@@ -23,13 +23,15 @@ from typing import Any
 import pytest
 
 from sessionvault import names
-from sessionvault.core import portability, records
+from sessionvault.core import records
 from sessionvault.core.keys import WrappedKey
-from sessionvault.core.vault import Principal
 from sessionvault.db import identity as accounts
 from sessionvault.db.pool import Database
-from sessionvault.local import api_client, embedded
+from sessionvault.local.host import embedded
+from sessionvault.local.remote import api_client
 from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.service import portability
+from sessionvault.service.vault import Principal
 
 from ..conftest import ServerThread, make_settings, make_user
 from ..support.jsonrpc import tool_result

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import psycopg
 
-from sessionvault.core import purge
 from sessionvault.runtime import open_runtime
+from sessionvault.service import purge
 
 from ..conftest import ServerThread, make_settings, make_user
 from ..support.jsonrpc import post, tool_result

@@ -1,6 +1,6 @@
 """`sessionvault service`: the unit it writes passes `systemd-analyze verify` (Debian's systemd),
 and where a user systemd runs here it really starts and serves. The launchd agent is checked
-in tests/unit/local/test_service.py (generated on Linux by naming the platform)."""
+in tests/unit/local/host/test_service.py (generated on Linux by naming the platform)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.local import command, service, service_units
+from sessionvault.local.host import service, service_units
+from sessionvault.local.setup import command
 from tests.conftest import free_port
 
 

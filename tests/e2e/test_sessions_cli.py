@@ -21,8 +21,11 @@ import pytest
 from sessionvault import names, telemetry
 from sessionvault.cli import main as cli
 from sessionvault.cli import sessions as sessions_cli
-from sessionvault.core import portability, records
-from sessionvault.local import api_client, export_files, target
+from sessionvault.core import records
+from sessionvault.local.data import export_files
+from sessionvault.local.host import target
+from sessionvault.local.remote import api_client
+from sessionvault.service import portability
 
 from ..conftest import make_user
 from .test_api import save
@@ -423,9 +426,9 @@ def test_an_importer_imports_idempotently_with_secrets_scrubbed(
             {"name": "memory/two", "summary": "another", "todos": ["a", "b"]},
         ]
 
-    module = types.ModuleType("sessionvault.local.importers")
+    module = types.ModuleType("sessionvault.local.data.importers")
     module.IMPORTERS = {"fake-tool": fake}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sessionvault.local.importers", module)
+    monkeypatch.setitem(sys.modules, "sessionvault.local.data.importers", module)
     user = make_user(runtime)
     source = tmp_path / "data"
     source.mkdir()
@@ -447,7 +450,7 @@ def test_an_importer_imports_idempotently_with_secrets_scrubbed(
 
 def test_without_importers_a_source_that_is_not_one_says_what_is(capsys, monkeypatch) -> None:
     monkeypatch.setitem(
-        sys.modules, "sessionvault.local.importers", None
+        sys.modules, "sessionvault.local.data.importers", None
     )  # import fails: ModuleNotFoundError
     code, _, err = run(capsys, "import", "basic-memory", "x")
     assert code == 2 and "no source 'basic-memory'" in err and "claude-code" in err and "ndjson" in err

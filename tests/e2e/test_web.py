@@ -407,7 +407,7 @@ def _key_id_any(owner: Any) -> str:
     return str(row["id"])
 
 
-# --- the MCP App (server/web/app_view.py): linked only for hosts that declare the extension ----
+# --- the MCP App (server/mcp/app_view.py): linked only for hosts that declare the extension ----
 
 MODERN = "2026-07-28"
 UI = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
@@ -453,7 +453,7 @@ CALLS = [
 
 
 def test_hosts_without_the_extension_get_exactly_todays_results(server, runtime, http, monkeypatch) -> None:
-    from sessionvault.server import resources, tools
+    from sessionvault.server.mcp import resources, tools
 
     user = make_user(runtime)
     save(server.url, user.key, name="app", summary="s", repo=REPO, handoff=True)

@@ -211,7 +211,9 @@ def test_there_are_lambda_handlers_to_walk():
 def test_lambda_functions_import_nothing_from_the_laptop_side(handler):
     seen = reached_from(Tree(SHARED), handler)
     # The serving functions build a runtime; the migrate function only migrates and provisions.
-    core = "sessionvault.jobs.provision" if handler.parent.name == "migrate" else "sessionvault.runtime"
+    core = (
+        "sessionvault.jobs.provision.resource" if handler.parent.name == "migrate" else "sessionvault.runtime"
+    )
     assert core in seen, "the walk found none of the shared code"
     leaks = sorted(m for m in seen if laptop_side(m))
     assert not leaks, "the Lambda side reaches laptop-only code:\n" + "\n".join(chain(seen, m) for m in leaks)
@@ -224,7 +226,11 @@ def test_the_mcp_function_reaches_the_server_and_the_database_code():
 
 def test_the_migrate_function_reaches_the_migrations_and_the_roles_but_no_server():
     seen = reached_from(Tree(SHARED), ROOT / "functions" / "migrate" / "handler.py")
-    assert {"sessionvault.jobs.provision", "sessionvault.db.migrations", "sessionvault.db.roles"} <= set(seen)
+    assert {
+        "sessionvault.jobs.provision.resource",
+        "sessionvault.db.migrations",
+        "sessionvault.db.roles",
+    } <= set(seen)
     assert not any(m.startswith("sessionvault.server") for m in seen), "it serves nothing"
 
 

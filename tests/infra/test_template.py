@@ -453,8 +453,8 @@ def test_the_migrate_function_is_configured_by_its_environment_which_the_databas
     """The function reads what to connect to and which secrets to use from its environment only
     (the event is anyone's who may invoke it). The Database resource repeats each value, so that
     a change of one sends an Update, and the function refuses an event where one differs."""
-    from sessionvault.jobs.cfn_event import RESOURCE_TYPE
-    from sessionvault.jobs.provision_config import REQUIRED_SETTINGS, SETTINGS, Config
+    from sessionvault.jobs.provision.cfn_event import RESOURCE_TYPE
+    from sessionvault.jobs.provision.config import REQUIRED_SETTINGS, SETTINGS, Config
 
     database = template["Resources"]["Database"]
     assert database["Type"] == RESOURCE_TYPE, "the handler refuses any other ResourceType"
@@ -479,7 +479,7 @@ def test_the_owner_connection_verifies_its_server_unless_the_stack_made_it_and_h
     """verify-full by default (the code's); the template weakens it to require (TLS without a
     CA) only for an RDS instance it created itself when no DatabaseCaBundle is given, and never
     turns TLS off. libpq's own PG* defaults play no part: the code sets every parameter."""
-    from sessionvault.jobs.provision_config import SSLMODE_SETTING
+    from sessionvault.jobs.provision.config import SSLMODE_SETTING
 
     env = env_of(template, MIGRATE)
     assert not [var for var in env if var.startswith("PG")], "the code sets sslmode itself"
@@ -542,7 +542,7 @@ def test_http_api_routes(template):
         routes.add((props["Method"].upper(), props["Path"]))
     from sessionvault.core import oauth as rules
     from sessionvault.server import api
-    from sessionvault.server.oauth import ENDPOINTS
+    from sessionvault.server.oauth.endpoints import ENDPOINTS
     from sessionvault.server.web import views as web
 
     # Every path the app answers reaches it: a route missing here is a 404 from API Gateway.
@@ -935,7 +935,7 @@ def test_built_layers_import_in_a_bare_runtime_python(built, python_runtime):
 def test_the_built_layers_libpq_can_require_scram(built, python_runtime):
     """The migrate function connects as the owner with require_auth=scram-sha-256, which libpq
     has from 16 on: the libpq psycopg-binary bundles in the layer must be that recent."""
-    from sessionvault.jobs.owner_connection import LIBPQ_REQUIRE_AUTH
+    from sessionvault.jobs.provision.owner_connection import LIBPQ_REQUIRE_AUTH
 
     path = os.pathsep.join(str(d) for d in [built / MIGRATE, *built_layer_dirs(built, MIGRATE)])
     out = subprocess.run(

@@ -1,5 +1,5 @@
 """A tool call's admission riding on the tool's own transaction (db/admission.py `Ride`,
-server/auth.py): fail closed, every refusal as it was, every call counted and audited, even
+server/admission/admitter.py): fail closed, every refusal as it was, every call counted and audited, even
 one that fails, and the rate limit still exact under concurrency."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import identity, sessions
 from sessionvault.runtime import Runtime, open_runtime
-from sessionvault.server.mcp_endpoint import McpEndpoint
+from sessionvault.server.mcp.endpoint import McpEndpoint
 
 from ..conftest import ServerThread, User, admin_db, make_settings, make_user
 

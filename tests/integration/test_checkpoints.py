@@ -7,9 +7,9 @@ import psycopg
 
 from sessionvault.core import records
 from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP, AUTO_MAX_AGE_DAYS
-from sessionvault.core.vault import Vault
 from sessionvault.db.saves import Quota
 from sessionvault.errors import QuotaExceeded
+from sessionvault.service.vault import Vault
 
 REPO = "github.com/acme/widget"
 

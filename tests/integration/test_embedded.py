@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import embedded
+from sessionvault.local.host import embedded
 
 
 def test_a_state_folder_too_long_for_a_socket_is_refused_not_served_from_tmp():

@@ -32,8 +32,8 @@ import pytest
 
 from sessionvault.core import records
 from sessionvault.errors import ValidationFailed
-from sessionvault.local.importers import IMPORTERS, _common
-from sessionvault.local.importers import mcp_memory_service as mms
+from sessionvault.local.data.importers import IMPORTERS, _common
+from sessionvault.local.data.importers import mcp_memory_service as mms
 
 from ..conftest import make_user
 
@@ -184,7 +184,7 @@ def test_the_caps_are_the_records():
 
 def test_importing_the_package_stays_light():
     code = (
-        "import sys; import sessionvault.local.importers;"
+        "import sys; import sessionvault.local.data.importers;"
         " print(sorted(m for m in ('pydantic', 'yaml', 'psycopg', 'mcp') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

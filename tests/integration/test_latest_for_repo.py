@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionvault.core import records
-from sessionvault.core.vault import Vault
+from sessionvault.service.vault import Vault
 
 from ..conftest import make_user
 

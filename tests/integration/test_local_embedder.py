@@ -1,4 +1,4 @@
-"""The numpy embedder (sessionvault.core.minilm) against the torch path it replaces.
+"""The numpy embedder (sessionvault.core.embedding.minilm) against the torch path it replaces.
 
 sentence-transformers + PyTorch and the `tokenizers` library are the dev extra only: here they
 are the reference. The vectors must match sentence-transformers' all-MiniLM-L6-v2 (cosine >=
@@ -22,9 +22,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sessionvault.core import minilm
-from sessionvault.core.embeddings import MAX_INPUT_CHARS, LocalEmbedder
-from sessionvault.core.wordpiece import WordPiece
+from sessionvault.core.embedding import minilm
+from sessionvault.core.embedding.providers import MAX_INPUT_CHARS, LocalEmbedder
+from sessionvault.core.embedding.wordpiece import WordPiece
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = (
@@ -202,7 +202,7 @@ def refuse(*args, **kwargs):
     raise OSError("network used")
 socket.socket.connect = refuse
 socket.create_connection = refuse
-from sessionvault.core.embeddings import LocalEmbedder
+from sessionvault.core.embedding.providers import LocalEmbedder
 vector = LocalEmbedder().embed("fix the flaky payment webhook tests")
 heavy = ("torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub",
          "scipy", "sklearn", "safetensors")

@@ -11,11 +11,11 @@ import pytest
 
 from sessionvault.core import records
 from sessionvault.core.keys import WrappedKey
-from sessionvault.core.vault import Principal
 from sessionvault.db import identity
 from sessionvault.errors import DecryptionFailed, KeyReplaced
 from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
+from sessionvault.service.vault import Principal
 
 from ..conftest import admin_db, make_settings, make_user
 

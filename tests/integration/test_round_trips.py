@@ -19,7 +19,7 @@ from ..support.pgproxy import PgProxy, proxied_url
 
 # The budget on a warm instance (issue #21): a tool call's admission rides on the tool's own
 # transaction (db/admission.py `Ride`), so load, list, search, delete and save are one flight
-# each (a save's version is sealed before the insert: core/sealing.py); the protocol messages
+# each (a save's version is sealed before the insert: service/sealing.py); the protocol messages
 # are their admission alone.
 BUDGET = {
     "save_session": 1,
@@ -168,7 +168,7 @@ def test_an_oauth_token_costs_the_same_round_trips_as_an_api_key(served):
 
 
 def test_an_api_call_costs_one_round_trip_as_a_tool_call_does(served):
-    """The HTTP API's admission rides on the call's transaction too (server/riding.py), except
+    """The HTTP API's admission rides on the call's transaction too (server/admission/riding.py), except
     where the answer cannot be held: an export is a stream, an import a body."""
     served.tool("save_session", name="rt-api", summary="s", repo="github.com/a/api")
     base = served.server.url.removesuffix("/mcp") + "/api/v1"

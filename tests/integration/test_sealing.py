@@ -9,12 +9,13 @@ import json
 import psycopg
 import pytest
 
-from sessionvault.core import crypto, portability, records, sealing
-from sessionvault.core.vault import Principal
+from sessionvault.core import crypto, records
 from sessionvault.db import identity, saves, sessions
 from sessionvault.errors import DecryptionFailed
 from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
+from sessionvault.service import portability, sealing
+from sessionvault.service.vault import Principal
 
 from ..conftest import admin_db, make_settings, make_user
 

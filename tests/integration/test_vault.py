@@ -4,8 +4,8 @@ import psycopg
 import pytest
 
 from sessionvault.core import records
-from sessionvault.core.vault import Vault
 from sessionvault.errors import DecryptionFailed, ProviderUnavailable, ValidationFailed
+from sessionvault.service.vault import Vault
 
 from ..conftest import make_user
 

@@ -7,8 +7,8 @@ import psycopg
 import pytest
 
 from sessionvault.core import records
-from sessionvault.core.vault import Principal
 from sessionvault.runtime import Runtime
+from sessionvault.service.vault import Principal
 
 from .conftest import REGION, ROOT, LambdaContext, body_json, http_event, load_handler, rpc
 
@@ -182,8 +182,8 @@ def test_maintenance_tasks_prune_and_reembed(aws, pg, monkeypatch, local_runtime
 
 
 def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, maint_runtime, settled):
-    from sessionvault.core.vault import Vault
     from sessionvault.jobs import maintenance
+    from sessionvault.service.vault import Vault
 
     from ..conftest import make_user
 
@@ -210,8 +210,8 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, maint_r
 
 
 def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, maint_runtime, settled):
-    from sessionvault.core.vault import Vault
     from sessionvault.jobs import maintenance
+    from sessionvault.service.vault import Vault
 
     from ..conftest import make_user
 
@@ -237,7 +237,7 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, mai
 
 def _on(rt, vault):
     """`vault`'s embedder on the maintenance role's connections."""
-    from sessionvault.core.vault import Vault
+    from sessionvault.service.vault import Vault
 
     return Vault(rt.db, rt.keys, vault.embedder)
 

@@ -182,7 +182,7 @@ def test_the_edge_refuses_before_the_body_and_says_so_in_a_metric(functions, cap
 
 
 def test_an_unexpected_exception_is_a_500_with_its_log_line_and_metrics(functions, monkeypatch, capfd):
-    from sessionvault.server import auth
+    from sessionvault.server.admission import admitter as auth
 
     admin, mcp = functions
     key = new_key(admin)

@@ -937,7 +937,9 @@ def test_a_certificate_for_another_host_is_refused_even_from_the_trusted_ca(
 def test_the_owner_connection_defaults_to_verify_full_with_the_system_cas_and_scram():
     """What the deployed function passes to libpq when its environment says nothing about TLS:
     and a secret asking for less (sslmode=disable, another root, cleartext) changes none of it."""
-    from sessionvault.jobs import owner_connection, provision_config, provision_secrets
+    from sessionvault.jobs.provision import config as provision_config
+    from sessionvault.jobs.provision import owner_connection
+    from sessionvault.jobs.provision import secrets as provision_secrets
 
     unset = ("Host", "Port", "DbName", "PooledHost", "DatabaseCaBundle")
     config = provision_config.Config.from_env(

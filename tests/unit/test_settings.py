@@ -5,7 +5,7 @@ import pytest
 
 from sessionvault.core.keys import LocalKeyProvider, parse_master_key
 from sessionvault.errors import ConfigError
-from sessionvault.local.secretfile import load_or_create_master_key
+from sessionvault.local.host.secretfile import load_or_create_master_key
 from sessionvault.settings import Settings, is_placeholder
 
 GOOD = {

@@ -19,7 +19,7 @@ READ_ONLY = frozenset({"list_users", "list_keys"})
 def act(action: str, **params: Any) -> dict[str, Any]:
     """Run one admin action on this machine's target database; raise on refusal."""
     from sessionvault.jobs import admin
-    from sessionvault.local import target
+    from sessionvault.local.host import target
 
     with target.admin_runtime(target.current(create=action not in READ_ONLY)) as rt:
         result = admin.dispatch(rt, {"action": action, **params})
@@ -146,7 +146,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
         result = json.loads(response["Payload"].read())
     else:
         from sessionvault.jobs import admin
-        from sessionvault.local import target
+        from sessionvault.local.host import target
 
         with target.admin_runtime(target.current(create=event["action"] not in READ_ONLY)) as rt:
             result = admin.dispatch(rt, event)

@@ -1,5 +1,5 @@
 """`sessionvault backup FILE` and `sessionvault restore FILE`: the embedded database of the state
-folder ($SESSIONVAULT_HOME, default ~/.sessionvault) into one file and back (local/backup.py).
+folder ($SESSIONVAULT_HOME, default ~/.sessionvault) into one file and back (local/host/backup.py).
 The master key is never in the file."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _counted(counts: dict[str, int]) -> str:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from sessionvault.local import backup
+    from sessionvault.local.host import backup
 
     _embedded_only("backup")
     home, dest = default_home(), Path(args.file).expanduser().absolute()
@@ -49,7 +49,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from sessionvault.local import backup, restore
+    from sessionvault.local.host import backup, restore
 
     _embedded_only("restore")
     home, source = default_home(), Path(args.file).expanduser().absolute()

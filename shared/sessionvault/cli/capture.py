@@ -1,7 +1,7 @@
 """`sessionvault capture on|off|status` (automatic checkpoints for the repo here) and
 `sessionvault import SOURCE`: from a client id, the same checkpoint on demand from the client's
 own session files (for a user who did not have the hook installed); from `ndjson`, a
-SessionVault export; from an importer (sessionvault.local.importers), another tool's data.
+SessionVault export; from an importer (sessionvault.local.data.importers), another tool's data.
 
 The last two go through the HTTP API's idempotent /api/v1/import, not save_session: running
 an import again adds no version whose content the session already keeps (save_session only
@@ -20,16 +20,18 @@ from pathlib import Path
 from typing import Any, cast
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import api_client, config, target
-from sessionvault.local.capture import switch
-from sessionvault.local.capture.clients import READERS
-from sessionvault.local.capture.hook import SEND_TIMEOUT_S, checkpoint_args
-from sessionvault.local.capture.spool import Spool
-from sessionvault.local.repo import current_repo
-from sessionvault.local.rpc import require_safe_url
+from sessionvault.local import config
+from sessionvault.local.hook.capture import switch
+from sessionvault.local.hook.capture.clients import READERS
+from sessionvault.local.hook.capture.hook import SEND_TIMEOUT_S, checkpoint_args
+from sessionvault.local.hook.capture.spool import Spool
+from sessionvault.local.hook.repo import current_repo
+from sessionvault.local.host import target
+from sessionvault.local.remote import api_client
+from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.names import KEY_ENV
 
-IMPORTERS_MODULE = "sessionvault.local.importers"
+IMPORTERS_MODULE = "sessionvault.local.data.importers"
 # An importer: what PATH holds -> save_session arguments, oldest first per session name.
 Importer = Callable[[Path], list[dict[str, Any]]]
 
@@ -152,7 +154,7 @@ def _import_ndjson(args: argparse.Namespace) -> int:
 
 
 def _importers(source: str) -> dict[str, Importer]:
-    """sessionvault.local.importers.IMPORTERS, imported only when a command needs it (and
+    """sessionvault.local.data.importers.IMPORTERS, imported only when a command needs it (and
     perhaps not there: this installation may have none)."""
     try:
         module = importlib.import_module(IMPORTERS_MODULE)
@@ -176,8 +178,8 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
     as a hook's checkpoint is (so the server's own redaction changes nothing and the same data
     imported again matches what is stored), sent as an export: one idempotent /import per
     batch, a session's versions in the order the importer gave them."""
-    from sessionvault.core.portability import FORMAT
     from sessionvault.core.redact import scrub
+    from sessionvault.service.portability import FORMAT
 
     if args.path is None:
         raise ConfigError(f"{name} needs PATH: what to read")
@@ -198,7 +200,7 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
 
 def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
     from sessionvault.cli.connection import api_for
-    from sessionvault.core.portability import FORMAT
+    from sessionvault.service.portability import FORMAT
 
     api = api_for(args.url, args.key)
     done = api_client.import_lines(

@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local import hooks
-from sessionvault.local import profile as shell_profile
 from sessionvault.local.config import SERVER_URL_HELP, URL_HELP
-from sessionvault.local.connect import files, registry
-from sessionvault.local.rpc import require_safe_url
+from sessionvault.local.remote.rpc import require_safe_url
+from sessionvault.local.setup import files, hooks, registry
+from sessionvault.local.setup import profile as shell_profile
 from sessionvault.names import KEY_ENV
 
 
@@ -54,7 +53,7 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_connect(args: argparse.Namespace) -> int:
-    from sessionvault.local import target
+    from sessionvault.local.host import target
 
     state = target.state_folder()
     args.url = args.url or target.default_url(os.environ, state)
@@ -144,7 +143,7 @@ def _report(result: files.ApplyResult) -> None:
 
 
 def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from sessionvault.local import bridge
+    from sessionvault.local.remote import bridge
 
     sp = subparsers.add_parser(
         "bridge",
@@ -157,7 +156,8 @@ def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _run_bridge(args: argparse.Namespace) -> int:
-    from sessionvault.local import bridge, config
+    from sessionvault.local import config
+    from sessionvault.local.remote import bridge
 
     bridge.run(args.url or config.load().url, os.environ.get(KEY_ENV, "").strip())
     return 0
@@ -176,7 +176,7 @@ def add_doctor(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _run_doctor(args: argparse.Namespace) -> int:
-    from sessionvault.local import doctor
+    from sessionvault.local.setup import doctor
 
     return doctor.run(args.url)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sessionvault.local import config, target
+from sessionvault.local import config
+from sessionvault.local.host import target
 
 
 def lines(cfg: config.Config) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from sessionvault.local.api_client import Api
 from sessionvault.local.config import SERVER_URL_HELP
+from sessionvault.local.remote.api_client import Api
 from sessionvault.names import KEY_ENV
 
 
@@ -27,7 +27,7 @@ def connection_options() -> argparse.ArgumentParser:
 
 def api_for(url: str | None, key: str | None) -> Api:
     """The API that --url/--key name, with `connect`'s precedence for what is not given."""
-    from sessionvault.local import target
+    from sessionvault.local.host import target
 
     state = target.state_folder()
     url = url or target.default_url(os.environ, state)

@@ -1,5 +1,5 @@
 """`sessionvault deploy`: build and deploy the stack into your AWS account, make its first user
-and API key, and make `connect` and `doctor` default to it. The work is in local/deploy.py."""
+and API key, and make `connect` and `doctor` default to it. The work is in local/deploy/stack.py."""
 
 from __future__ import annotations
 
@@ -46,6 +46,6 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sessionvault.local import deploy
+    from sessionvault.local.deploy import stack as deploy
 
     return deploy.run(deploy.options(**vars(args)))

@@ -9,8 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from sessionvault.local import context
 from sessionvault.local.config import URL_HELP
+from sessionvault.local.hook import session_start as context
 from sessionvault.names import URL_ENV
 
 
@@ -60,7 +60,7 @@ def _run_session_start(args: argparse.Namespace) -> int:
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
     try:
-        from sessionvault.local.capture import hook
+        from sessionvault.local.hook.capture import hook
 
         env = {**os.environ, **({URL_ENV: args.url} if args.url else {})}
         hook.run_within(args.client, sys.stdin, env, Path.home())

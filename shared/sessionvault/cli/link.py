@@ -1,5 +1,5 @@
 """`sessionvault link`: put this environment's `sessionvault` on PATH (~/.local/bin), what
-`make dev` runs once per virtualenv (sessionvault.local.link)."""
+`make dev` runs once per virtualenv (sessionvault.local.setup.link)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import command
-from sessionvault.local import link as linking
+from sessionvault.local.setup import command
+from sessionvault.local.setup import link as linking
 
 
 def _run_link(args: argparse.Namespace) -> int:

@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import config, statelock
-from sessionvault.local.statelock import StateLock
+from sessionvault.local import config
+from sessionvault.local.host import statelock
+from sessionvault.local.host.statelock import StateLock
 from sessionvault.names import DEFAULT_HOST, DEFAULT_PORT, LOCAL_USER, PORT_ENV
 
 if TYPE_CHECKING:
-    from sessionvault.core.embeddings import Embedder
-    from sessionvault.local.target import Target
+    from sessionvault.core.embedding.providers import Embedder
+    from sessionvault.local.host.target import Target
 
 
 DB_CONNECT_TIMEOUT_S = 4  # per address tried: an unreachable database is named within 10 s
@@ -57,8 +58,8 @@ def serve(
     state folder's, held already; both are released when the server stops."""
     import uvicorn
 
-    from sessionvault.local import masterkey
-    from sessionvault.local.upkeep import Upkeep
+    from sessionvault.local.host import masterkey
+    from sessionvault.local.host.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
 
@@ -97,7 +98,7 @@ def warm_up(embedder: Embedder) -> threading.Thread | None:
     """Load the local model now, in the background, not inside the first search_sessions or
     save_session (loading it and the first pass take seconds); says when it is ready. Other
     embedders have nothing to load (a call to OpenAI would only spend a request)."""
-    from sessionvault.core.embeddings import LocalEmbedder
+    from sessionvault.core.embedding.providers import LocalEmbedder
 
     if not isinstance(embedder, LocalEmbedder):
         return None
@@ -125,8 +126,8 @@ def _claim(home: Path | None, host: str, port: int) -> tuple[socket.socket, Stat
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    from sessionvault.local import target
-    from sessionvault.local.connect.registry import quickstart
+    from sessionvault.local.host import target
+    from sessionvault.local.setup.registry import quickstart
 
     cfg = config.load(flags={"port": args.port})
     home, port = cfg.state, cfg.port
@@ -158,7 +159,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sessionvault.local import target
+    from sessionvault.local.host import target
 
     cfg = config.load(flags={"port": args.port})
     external = bool(cfg.env.get("DATABASE_URL"))
@@ -177,7 +178,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from sessionvault.db.migrations import migrate
-    from sessionvault.local import target
+    from sessionvault.local.host import target
 
     applied = migrate(target.owner_url())
     print("applied: " + ", ".join(applied) if applied else "up to date")
@@ -186,7 +187,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_rotate_master_key(args: argparse.Namespace) -> int:
     """Local mode: re-wrap every DEK under a new master key, then retire the old one."""
-    from sessionvault.local import masterkey, target
+    from sessionvault.local.host import masterkey, target
 
     cfg = config.load()
     home = cfg.state
@@ -204,7 +205,7 @@ def cmd_rotate_master_key(args: argparse.Namespace) -> int:
 
 
 def cmd_service(args: argparse.Namespace) -> int:
-    from sessionvault.local import service
+    from sessionvault.local.host import service
 
     s = service.build(port=getattr(args, "port", None), platform=args.platform)
     if args.action == "install":

@@ -18,8 +18,9 @@ from pathlib import Path
 from sessionvault.cli.connection import api_for, connection_options
 from sessionvault.cli.terminal import confirm, print_json, table, when
 from sessionvault.errors import ConfigError, ValidationFailed
-from sessionvault.local import api_client as client
-from sessionvault.local import diff, export_files
+from sessionvault.local.data import export_files
+from sessionvault.local.data import readable as diff
+from sessionvault.local.remote import api_client as client
 
 LIST_PAGE = 100  # the API's largest page
 
@@ -159,7 +160,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from sessionvault.core.portability import FORMAT
+    from sessionvault.service.portability import FORMAT
 
     markdown = args.format == "markdown" or (args.format is None and args.dir is not None)
     if markdown and args.dir is None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import diff
+from sessionvault.local.data import readable as diff
 
 
 def confirm(what: str, expected: str, yes: bool) -> bool:

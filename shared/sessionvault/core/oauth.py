@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from urllib.parse import urlsplit
 
 from sessionvault.core import apikeys
+from sessionvault.settings import is_loopback
 
 ACCESS_PREFIX = "sv_at_"
 REFRESH_PREFIX = "sv_rt_"
@@ -96,16 +96,6 @@ def www_authenticate(base: str) -> str:
     return f'Bearer resource_metadata="{resource_metadata_url(base)}"'
 
 
-def is_loopback(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def redirect_uri_problem(uri: str) -> str | None:
     """Why `uri` cannot be registered as a redirect URI, or None: https anywhere, or http only
     on a loopback host; no fragment, no user info; bounded length."""
@@ -130,22 +120,6 @@ def redirect_uri_problem(uri: str) -> str | None:
     if parts.scheme == "http" and is_loopback(host):
         return None
     return "redirect URI must be https, or http on a loopback address"
-
-
-def public_url_problem(url: str) -> str | None:
-    """Why `url` cannot be the server's public URL (the OAuth issuer), or None."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-    except ValueError:
-        return "not a URL"
-    if parts.query or parts.fragment or "#" in url or "?" in url:
-        return "must have no query or fragment"
-    if parts.scheme == "https" and host:
-        return None
-    if parts.scheme == "http" and is_loopback(host):
-        return None
-    return "must be https (http only on a loopback address)"
 
 
 def authorization_problem(state: str | None, code_challenge: str) -> str | None:

@@ -25,7 +25,7 @@ Two passes over every string of the record:
    high-entropy hit must also be 20+ characters with a digit, an upper and a lower case
    letter: long identifiers and file names in quotes are not random enough to be keys.
    The library is imported on the first scrub, never at module import: loading
-   `sessionvault.core.vault` on a Lambda cold start must not pay for it (or for `requests`);
+   `sessionvault.service.vault` on a Lambda cold start must not pay for it (or for `requests`);
    the first save of a process does (a few hundred ms).
 
 Cost: a few ms for an ordinary record; 1-2.5 s of CPU for the largest a request can carry

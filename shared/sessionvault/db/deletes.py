@@ -1,5 +1,5 @@
 """Deleting sessions: one by name, or every one (of a repo), giving the user's quota back in
-the same statement; and counting what deleting every one would remove (`core/purge.py`)."""
+the same statement; and counting what deleting every one would remove (`service/purge.py`)."""
 
 from __future__ import annotations
 

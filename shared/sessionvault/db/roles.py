@@ -1,5 +1,5 @@
 """The login roles' passwords, set by the database owner when a stack deploys (the Database
-custom resource, sessionvault.jobs.provision).
+custom resource, sessionvault.jobs.provision.resource).
 
 The password travels as a SCRAM-SHA-256 verifier, never in clear text: PostgreSQL stores a
 pre-hashed password as it is, so the clear text never reaches the server, its statement log

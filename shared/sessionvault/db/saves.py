@@ -1,6 +1,6 @@
 """Saving a session: the head created or bumped and its new version stored, with the history
 prune, the usage row, an offer and a checkpoint's pruning, in one tenant transaction that is
-one flight (the version is sealed beforehand under its own `seal_id`, core/sealing.py)."""
+one flight (the version is sealed beforehand under its own `seal_id`, service/sealing.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Head:
 
 @dataclass(frozen=True)
 class Sealed:
-    """A new version, sealed before the insert (core/sealing.py): its id, nonce, ciphertext,
+    """A new version, sealed before the insert (service/sealing.py): its id, nonce, ciphertext,
     and the MAC of the head's plaintext columns."""
 
     seal_id: str

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.core.sealing import open_record
-from sessionvault.core.vault import Principal, embedding_text
 from sessionvault.db import admission, audit, backfill, identity, oauth
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
+from sessionvault.service.sealing import open_record
+from sessionvault.service.vault import Principal, embedding_text
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,12 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sessionvault.core import crypto, sealing
+from sessionvault.core import crypto
 from sessionvault.db import identity, rekeying
 from sessionvault.db.pool import Connection
 from sessionvault.db.saves import Head
 from sessionvault.runtime import Runtime
+from sessionvault.service import sealing
 
 log = logging.getLogger(__name__)
 

@@ -20,12 +20,13 @@ from urllib.parse import parse_qs
 import anyio.to_thread
 from starlette.types import Receive, Scope, Send
 
-from sessionvault.core import portability, records
+from sessionvault.core import records
 from sessionvault.core.apikeys import scope_hint
-from sessionvault.core.vault import Principal, Vault
 from sessionvault.db import handoffs
-from sessionvault.errors import ErrorClass, Refused, ValidationFailed, VaultError
+from sessionvault.errors import ErrorClass, NotFound, Refused, ValidationFailed, VaultError
 from sessionvault.server.edge import read_body, respond
+from sessionvault.service import portability
+from sessionvault.service.vault import Principal, Vault
 
 PREFIX = "/api/v1"
 BODY_TYPE = "application/x-ndjson"  # what POST /import takes: an export, as /export gives it
@@ -42,7 +43,7 @@ class Route:
     scope: str  # what the key must allow, as for the MCP tool that does the same
     tool: str  # the name in the audit trail and the log
     # Its answer may be held until its admission, riding on its transaction, decides
-    # (server/riding.py): one flight. Not an export (a stream) nor an import (a body).
+    # (server/admission/riding.py): one flight. Not an export (a stream) nor an import (a body).
     holdable: bool = True
 
 
@@ -132,10 +133,6 @@ class Api:
         async for line in _lines(portability.export_lines(self.vault, who)):
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class NotFound(VaultError):
-    error_class = "validation"
 
 
 async def _lines(lines: Any) -> AsyncIterator[bytes]:

@@ -1,9 +1,9 @@
-"""The HTTP app: the Host check, then the surface the path names: /mcp (`server/mcp_endpoint.py`:
+"""The HTTP app: the Host check, then the surface the path names: /mcp (`server/mcp/endpoint.py`:
 edge checks, body cap, JSON, admission, the MCP tool), the HTTP API, the web view, the OAuth
 endpoints; then the log line.
 
-The OAuth authorization server (`server/oauth.py`: well-known metadata, /authorize, /token,
-/register, /revoke) and the consent page (`server/consent.py`) are served here too, after the
+The OAuth authorization server (`server/oauth/endpoints.py`: well-known metadata, /authorize, /token,
+/register, /revoke) and the consent page (`server/oauth/consent.py`) are served here too, after the
 same Host check; a POST to /register, /token or /revoke also gets /mcp's Origin and
 Content-Type checks (`guard.HeaderPolicy.check_post`), and a form posted to any of them is
 read (capped, within the body deadline) and parsed once here first, so that a form Starlette
@@ -31,13 +31,12 @@ from starlette.types import Message, Receive, Scope, Send
 
 from sessionvault import telemetry
 from sessionvault.core import oauth as oauth_core
-from sessionvault.core.vault import Principal
 from sessionvault.db import audit
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import api, auth, guard, riding
-from sessionvault.server import oauth as oauth_server
-from sessionvault.server.consent import Consent, error_page, page_headers
+from sessionvault.server import api
+from sessionvault.server.admission import admitter as auth
+from sessionvault.server.admission import guard, riding
 from sessionvault.server.edge import (
     form_problem,
     headers_of,
@@ -46,8 +45,11 @@ from sessionvault.server.edge import (
     request_id,
     respond,
 )
-from sessionvault.server.mcp_endpoint import McpEndpoint
+from sessionvault.server.mcp.endpoint import McpEndpoint
+from sessionvault.server.oauth import endpoints as oauth_server
+from sessionvault.server.oauth.consent import Consent, error_page, page_headers
 from sessionvault.server.web import views as web
+from sessionvault.service.vault import Principal
 
 INTERNAL = json.dumps({"error": "internal error"}).encode()
 NOT_FOUND = json.dumps({"error": "not found"}).encode()

@@ -2,6 +2,6 @@
 and the same pinned `sessionvault` path."""
 
 from ..local.conftest import _pinned_command
-from ..local.connect.conftest import _linux, cwd, home
+from ..local.setup.conftest import _linux, cwd, home
 
 __all__ = ["_linux", "_pinned_command", "cwd", "home"]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from sessionvault.cli.clients import add_connect
-from sessionvault.local.connect.registry import render
+from sessionvault.local.setup.registry import render
 
-from ..local.connect.documented import ENV_FORM, URL
+from ..local.setup.documented import ENV_FORM, URL
 
 # --- CLI --------------------------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ def test_cli_desktop_bridge_names_the_command_by_absolute_path(
 
 
 def test_connect_help_lists_every_client(capsys: pytest.CaptureFixture[str]) -> None:
-    from sessionvault.local.connect.registry import CLIENTS
+    from sessionvault.local.setup.registry import CLIENTS
 
     with pytest.raises(SystemExit):
         _parse(["connect", "--help"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sessionvault.cli import server
-from sessionvault.core.embeddings import LocalEmbedder, NoEmbedder, OpenAIEmbedder
+from sessionvault.core.embedding.providers import LocalEmbedder, NoEmbedder, OpenAIEmbedder
 
 
 def test_the_local_model_is_loaded_in_the_background_and_said_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ import hashlib
 
 import pytest
 
+from sessionvault import settings
 from sessionvault.core import oauth
 
 
@@ -90,10 +91,10 @@ def test_other_redirect_uris_are_refused(uri):
 
 
 def test_a_public_url_is_https_or_loopback_http_without_query():
-    assert oauth.public_url_problem("https://vault.example.com") is None
-    assert oauth.public_url_problem("http://127.0.0.1:8765") is None
-    assert oauth.public_url_problem("http://vault.example.com")
-    assert oauth.public_url_problem("https://vault.example.com/?x=1")
+    assert settings.public_url_problem("https://vault.example.com") is None
+    assert settings.public_url_problem("http://127.0.0.1:8765") is None
+    assert settings.public_url_problem("http://vault.example.com")
+    assert settings.public_url_problem("https://vault.example.com/?x=1")
 
 
 def test_scopes_are_read_in_canonical_order_and_unknown_ones_refused():

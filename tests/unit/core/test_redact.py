@@ -172,7 +172,7 @@ def test_crafted_input_is_scrubbed_in_bounded_time(unit: str) -> None:
 
 
 BENIGN = [
-    "Fixed shared/sessionvault/core/vault.py:42, see commit 3f786850e387550fdab836ed7e6dc881de23001b",
+    "Fixed shared/sessionvault/service/vault.py:42, see commit 3f786850e387550fdab836ed7e6dc881de23001b",
     'commit = "3f786850e387550fdab836ed7e6dc881de23001b"',
     'sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"',
     'session "0b8e4c1a-6f2d-4e3b-9a7c-2d1f5e8b9c0a" failed; request=9f1c2e4a-0d3b-4c5e-8f7a-6b2d1e0c9a8b',
@@ -264,7 +264,7 @@ def test_importing_the_vault_does_not_load_detect_secrets() -> None:
     # A fresh interpreter: this test process has loaded the library already.
     code = (
         "import sys\n"
-        "import sessionvault.core.vault, sessionvault.core.redact\n"
+        "import sessionvault.service.vault, sessionvault.core.redact\n"
         "assert 'detect_secrets' not in sys.modules, 'detect_secrets imported at module level'\n"
         "from sessionvault.core.redact import scrub_text\n"
         "scrub_text('x')\n"

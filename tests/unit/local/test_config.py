@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigError
-from sessionvault.local import config, target
-from sessionvault.local.capture import switch
+from sessionvault.local import config
+from sessionvault.local.hook.capture import switch
+from sessionvault.local.host import target
 from sessionvault.settings import Settings
 
 

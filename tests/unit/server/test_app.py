@@ -13,8 +13,9 @@ import pytest
 from sessionvault import telemetry
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server import guard, mcp_endpoint
+from sessionvault.server.admission import guard
 from sessionvault.server.app import SessionVaultApp
+from sessionvault.server.mcp import endpoint as mcp_endpoint
 from sessionvault.settings import Settings
 
 pytestmark = pytest.mark.anyio

@@ -36,7 +36,7 @@ CREATE TABLE oauth_requests (
     id             text PRIMARY KEY,
     client_id      text NOT NULL REFERENCES oauth_clients (client_id) ON DELETE CASCADE,
     redirect_uri   text NOT NULL,
-    -- Bounded: anyone may create these rows (server/oauth.py refuses first, with an error).
+    -- Bounded: anyone may create these rows (server/oauth/endpoints.py refuses first, with an error).
     state          text CHECK (length(state) <= 1024),
     code_challenge text NOT NULL CHECK (code_challenge ~ '^[A-Za-z0-9_-]{43}$'),  -- S256
     scopes         text[] NOT NULL,    -- as asked ('{}': whatever the approving key has)

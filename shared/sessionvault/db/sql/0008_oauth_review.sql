@@ -7,7 +7,7 @@
 ALTER TABLE audit_events ADD COLUMN oauth_client_id text;
 
 -- A client whose client_id is an https URL is stored from its fetched metadata document
--- (server/cimd.py), and this row is the cache: trusted until document_expires_at, then fetched
+-- (server/oauth/cimd.py), and this row is the cache: trusted until document_expires_at, then fetched
 -- again. NULL: a dynamically registered client.
 ALTER TABLE oauth_clients ADD COLUMN document_expires_at timestamptz;
 

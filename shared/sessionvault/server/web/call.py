@@ -11,9 +11,9 @@ from typing import Any
 import anyio.to_thread
 from starlette.types import Scope
 
-from sessionvault.core.vault import Principal
-from sessionvault.server.web import session as cookie
+from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.pages.layout import Chrome
+from sessionvault.service.vault import Principal
 from sessionvault.telemetry import RequestLog
 
 

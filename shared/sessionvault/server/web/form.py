@@ -8,9 +8,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import Receive
 
-from sessionvault.server import guard
-from sessionvault.server.consent import origin_of
+from sessionvault.server.admission import guard
 from sessionvault.server.edge import FORM, form_problem, media_type, read_body, replaying
+from sessionvault.server.oauth.consent import origin_of
 from sessionvault.server.web.call import Call
 from sessionvault.server.web.pages.layout import message
 from sessionvault.server.web.responses import refusal

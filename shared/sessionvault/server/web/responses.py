@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from starlette.types import Send
 
-from sessionvault.errors import ErrorClass, Refused, VaultError
-from sessionvault.server.consent import page_headers
+from sessionvault.errors import ErrorClass, Refused
+from sessionvault.server.oauth.consent import page_headers
 from sessionvault.server.web.call import Call
 
 HTML = "text/html; charset=utf-8"
-
-
-class NotFound(VaultError):
-    """What a page names (a session, a version, a key) is not the caller's: a 404 page."""
-
-    error_class = "validation"
 
 
 def refusal(

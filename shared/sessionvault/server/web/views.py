@@ -29,16 +29,16 @@ import psycopg
 import psycopg_pool
 from starlette.types import Receive, Scope, Send
 
-from sessionvault.errors import ErrorClass, VaultError
+from sessionvault.errors import ErrorClass, NotFound, VaultError
 from sessionvault.runtime import Runtime
-from sessionvault.server import guard
-from sessionvault.server.web import session as cookie
-from sessionvault.server.web.admission import Gate
+from sessionvault.server.admission import guard
+from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.call import Call
 from sessionvault.server.web.form import read_form
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.handlers import history, keys, listing, session, signin, versions
 from sessionvault.server.web.pages.layout import message
-from sessionvault.server.web.responses import NotFound, refusal
+from sessionvault.server.web.responses import refusal
 from sessionvault.telemetry import RequestLog
 
 PREFIX = "/web"

@@ -9,7 +9,8 @@ import hashlib
 import re
 from typing import Any
 
-from sessionvault.server.web import app_view, diff
+from sessionvault.server.mcp import app_view
+from sessionvault.server.web import sections as diff
 from sessionvault.server.web.pages import activity, handoffs, keys, layout, listing, signin, versions
 from sessionvault.server.web.pages import session as session_page
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from sessionvault import telemetry
-from sessionvault.server.web import session as web_session
+from sessionvault.server.web import cookie as web_session
 
 from ..test_app import Body, call, http, make_app
 

@@ -9,15 +9,15 @@ from typing import Any
 
 from starlette.types import Send
 
-from sessionvault.core import portability
 from sessionvault.db import handoffs
 from sessionvault.db import web as store
-from sessionvault.server.web.admission import Gate
 from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages.activity import activity
 from sessionvault.server.web.pages.handoffs import handoffs as offers_page
 from sessionvault.server.web.pages.layout import Chrome
 from sessionvault.server.web.responses import send_page
+from sessionvault.service import portability
 
 OFFERS = 200
 ACTIVITY_ROWS = 100

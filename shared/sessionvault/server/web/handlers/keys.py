@@ -10,13 +10,13 @@ from starlette.types import Send
 from sessionvault.core import apikeys
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.db import web as store
-from sessionvault.errors import ScopeMissing, ValidationFailed, VaultError
+from sessionvault.errors import NotFound, ScopeMissing, ValidationFailed, VaultError
 from sessionvault.server.web import params
-from sessionvault.server.web.admission import Gate
 from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import keys
 from sessionvault.server.web.pages.layout import link
-from sessionvault.server.web.responses import NotFound, redirect, send_page
+from sessionvault.server.web.responses import redirect, send_page
 
 REVOKE_SCOPE = "delete"  # revoking a key cannot be undone, like a delete: docs/web.md
 GONE = "no such active key of yours: it may have been revoked already"

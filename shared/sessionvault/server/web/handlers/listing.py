@@ -10,13 +10,13 @@ from typing import Any
 from starlette.types import Send
 
 from sessionvault.core import records
-from sessionvault.core.vault import Principal
 from sessionvault.errors import ProviderUnavailable
-from sessionvault.server.web.admission import Gate
 from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import listing
 from sessionvault.server.web.pages.layout import link
 from sessionvault.server.web.responses import send_page
+from sessionvault.service.vault import Principal
 
 LISTED = 100  # sessions a page lists (older ones: the next page)
 SEARCHED = 20

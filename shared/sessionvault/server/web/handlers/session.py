@@ -7,11 +7,12 @@ from __future__ import annotations
 from starlette.types import Send
 
 from sessionvault.core import records
+from sessionvault.errors import NotFound
 from sessionvault.server.web import params
-from sessionvault.server.web.admission import Gate
 from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import session
-from sessionvault.server.web.responses import NotFound, send_page
+from sessionvault.server.web.responses import send_page
 
 
 async def session_page(gate: Gate, call: Call, send: Send) -> None:

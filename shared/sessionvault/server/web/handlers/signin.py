@@ -9,10 +9,10 @@ import anyio.to_thread
 from starlette.types import Send
 
 from sessionvault.core import apikeys
-from sessionvault.server.consent import BAD_KEY
-from sessionvault.server.web import session as cookie
-from sessionvault.server.web.admission import EXPIRED_FORM, Gate
+from sessionvault.server.oauth.consent import BAD_KEY
+from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.call import Call
+from sessionvault.server.web.gate import EXPIRED_FORM, Gate
 from sessionvault.server.web.pages.layout import link, message
 from sessionvault.server.web.responses import redirect, refusal
 

@@ -8,13 +8,14 @@ from typing import Any
 
 from starlette.types import Send
 
-from sessionvault.core import portability
-from sessionvault.errors import ValidationFailed
-from sessionvault.server.web import diff, params
-from sessionvault.server.web.admission import Gate
+from sessionvault.errors import NotFound, ValidationFailed
+from sessionvault.server.web import params
+from sessionvault.server.web import sections as diff
 from sessionvault.server.web.call import Call, run
+from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import versions
-from sessionvault.server.web.responses import NotFound, send_page
+from sessionvault.server.web.responses import send_page
+from sessionvault.service import portability
 
 
 async def versions_page(gate: Gate, call: Call, send: Send) -> None:

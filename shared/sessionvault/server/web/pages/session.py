@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sessionvault.server.web.diff import SECTIONS, decision_text
 from sessionvault.server.web.pages.layout import NO_REPO, Chrome, current, e, handoff_badge, page, when
+from sessionvault.server.web.sections import SECTIONS, decision_text
 
 
 def _none(items: Sequence[Any] | str | None) -> str | None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sessionvault.server.web.diff import SectionDiff
 from sessionvault.server.web.pages.layout import Chrome, e, handoff_badge, page, when
+from sessionvault.server.web.sections import SectionDiff
 
 
 def _version_options(versions: Sequence[int], chosen: int) -> str:

@@ -1,0 +1,212 @@
+"""Settings inside Lambda: plain values from the environment, secrets from Secrets Manager
+(`from_lambda`), read with one SigV4-signed HTTPS request each (`sigv4_headers`), not with
+boto3: importing boto3 would cost every cold start some 300 ms."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sessionvault.errors import ConfigError, SecretReadError
+from sessionvault.settings import Settings
+
+# Inside Lambda: Settings field -> the environment variable naming the secret that holds it.
+SECRETS = {
+    "database_url": "SESSIONVAULT_DATABASE_URL_SECRET",
+    "audit_salt": "SESSIONVAULT_AUDIT_SALT_SECRET",
+    "openai_api_key": "SESSIONVAULT_OPENAI_KEY_SECRET",
+}
+OPTIONAL_SECRETS = {"openai_api_key"}
+
+
+def fetch_secret(name: str) -> str:
+    """A Secrets Manager value (SecretString). Read at every cold start, so without boto3:
+    importing boto3, botocore and s3transfer costs a Lambda init some 300 ms, more than the
+    call. One signed HTTPS request (`_get_secret_value`) does what the SDK would. When botocore
+    is loaded already (a process that uses it anyway, moto's in-process mock in the tests), the
+    SDK serves it instead: it costs nothing more there."""
+    import sys
+
+    if "botocore" in sys.modules:
+        import boto3  # type: ignore[import-untyped]
+
+        try:
+            answer = boto3.client("secretsmanager").get_secret_value(SecretId=name)
+        except Exception as exc:  # botocore's ClientError carries AWS's code
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+            raise SecretReadError(str(code or type(exc).__name__)) from None
+        return _secret_text(answer)
+    return _secret_text(_get_secret_value(name, os.environ))
+
+
+def _secret_text(answer: Mapping[str, object]) -> str:
+    if isinstance(answer.get("SecretString"), str):
+        return str(answer["SecretString"]).strip()
+    binary = answer.get("SecretBinary")
+    if isinstance(binary, bytes | str):  # boto3 gives bytes, the wire base64
+        import base64
+
+        raw = binary if isinstance(binary, bytes) else base64.b64decode(binary)
+        return raw.decode().strip()
+    raise SecretReadError("NoSecretValue")
+
+
+def _get_secret_value(name: str, env: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, object]:
+    """GetSecretValue over HTTPS, signed with Signature Version 4, as botocore sends it: the
+    endpoint (AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL, else the region's), the
+    credentials Lambda gives the function (its environment; under SnapStart the container
+    credentials endpoint). AWS's error answers raise SecretReadError(code)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+    if not region:
+        raise SecretReadError("NoRegion")
+    endpoint = env.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or env.get("AWS_ENDPOINT_URL") or ""
+    if not endpoint:
+        suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+        endpoint = f"https://secretsmanager.{region}.{suffix}"
+    body = json.dumps({"SecretId": name}).encode()
+    headers = {
+        "Content-Type": "application/x-amz-json-1.1",
+        "X-Amz-Target": "secretsmanager.GetSecretValue",
+    }
+    signed = sigv4_headers(
+        "POST", endpoint, headers, body, region, "secretsmanager", _credentials(env, timeout_s)
+    )
+    request = urllib.request.Request(endpoint, data=body, method="POST", headers=signed)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # Lambda has no proxy
+    try:
+        with opener.open(request, timeout=timeout_s) as answer:
+            return dict(json.loads(answer.read()))
+    except urllib.error.HTTPError as exc:
+        try:
+            code = str(json.loads(exc.read()).get("__type", "")).rpartition("#")[2]
+        except ValueError:
+            code = ""
+        raise SecretReadError(code or f"HTTP{exc.code}") from None
+    except (OSError, ValueError) as exc:
+        raise SecretReadError(type(exc).__name__) from None
+
+
+@dataclass(frozen=True)
+class AwsCredentials:
+    access_key: str
+    secret_key: str = field(repr=False)
+    token: str = field(default="", repr=False)
+
+
+def _credentials(env: Mapping[str, str], timeout_s: float) -> AwsCredentials:
+    """The function's role credentials: the environment (on-demand init), else the container
+    credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI with its authorization token:
+    how Lambda gives them to a SnapStart function), botocore's order."""
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return AwsCredentials(
+            env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN", "")
+        )
+    import json
+    import urllib.request
+
+    uri = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
+    if not uri and env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
+        uri = "http://169.254.170.2" + env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]
+    if not uri:
+        raise SecretReadError("NoCredentials")
+    token = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN", "")
+    if not token and env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"):
+        token = Path(env["AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"]).read_text().strip()
+    request = urllib.request.Request(uri, headers={"Authorization": token} if token else {})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout_s) as answer:
+            found = json.loads(answer.read())
+        return AwsCredentials(found["AccessKeyId"], found["SecretAccessKey"], found.get("Token", ""))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SecretReadError("CredentialsUnavailable") from None
+
+
+def sigv4_headers(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    region: str,
+    service: str,
+    credentials: AwsCredentials,
+    now: float | None = None,
+) -> dict[str, str]:
+    """headers plus Host, X-Amz-Date, X-Amz-Security-Token and the Signature Version 4
+    Authorization over all of them (a request without a query string)."""
+    import hashlib
+    import hmac
+    import time
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    default_port = {"https": 443, "http": 80}.get(parts.scheme)
+    host = parts.hostname or ""
+    if parts.port and parts.port != default_port:
+        host = f"{host}:{parts.port}"
+    signed = {**headers, "Host": host, "X-Amz-Date": stamp}
+    if credentials.token:
+        signed["X-Amz-Security-Token"] = credentials.token
+    canonical = {k.lower(): " ".join(str(v).split()) for k, v in signed.items()}
+    names = sorted(canonical)
+    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
+    request = "\n".join(
+        [
+            method,
+            quote(parts.path or "/", safe="/~"),
+            "",
+            "".join(f"{n}:{canonical[n]}\n" for n in names),
+            ";".join(names),
+            hashlib.sha256(body).hexdigest(),
+        ]
+    )
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(request.encode()).hexdigest()])
+    key = ("AWS4" + credentials.secret_key).encode()
+    for part in (stamp[:8], region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    signed["Authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
+        f"SignedHeaders={';'.join(names)}, Signature={signature}"
+    )
+    return signed
+
+
+def from_lambda(env: Mapping[str, str] | None = None, fetch: Callable[[str], str] = fetch_secret) -> Settings:
+    """Plain values from the environment, secrets from Secrets Manager. A cold start with any
+    missing or placeholder setting logs one structured line per problem and refuses to serve."""
+    from sessionvault import telemetry
+
+    env = dict(os.environ if env is None else env)
+    values: dict[str, object] = {}
+    problems: dict[str, str] = {}
+    for name, var in SECRETS.items():
+        secret = env.get(var, "")
+        if not secret:
+            if name not in OPTIONAL_SECRETS:
+                problems[name] = f"{var} is not set"
+            continue
+        try:
+            values[name] = fetch(secret)
+        except Exception as exc:  # the message could carry the secret's ARN: keep the code only
+            code = exc.code if isinstance(exc, SecretReadError) else type(exc).__name__
+            problems[name] = f"{var}: the secret could not be read ({code})"
+    try:
+        settings = Settings.from_env(env, check=False, **values)
+    except ConfigError as exc:  # a malformed number: report it like every other problem
+        problems["environment"] = str(exc)
+    else:
+        for name, problem in settings.problems().items():
+            problems.setdefault(name, problem)  # one line per setting, naming what to fix
+    if problems:
+        for problem in problems.values():
+            telemetry.logger().error("configuration problem", extra={"problem": problem})
+        raise ConfigError(f"refusing to serve: {len(problems)} configuration problem(s), see the log")
+    return settings

@@ -1,0 +1,1 @@
+"""Sessions as files: export writing, the readable text and diffs, importers from other tools."""

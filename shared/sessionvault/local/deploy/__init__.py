@@ -1,0 +1,1 @@
+"""`sessionvault deploy`: the stack (`stack`), the prerequisites, the commands it runs (`runner`)."""

@@ -1,0 +1,35 @@
+"""Each client's transcript reader, by the client id `connect` and the hooks use: where the
+client keeps a session (`locate`) and what it says (`read`). docs/clients.md cites each place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from sessionvault.local.hook.capture import claude_code, codex, gemini, opencode, qwen
+from sessionvault.local.hook.capture.transcript import Transcript
+
+# What `locate` finds and `read` takes: a session file, or for OpenCode its database and an id.
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Reader(Generic[S]):
+    read: Callable[[S], Transcript]
+    # (home, cwd, session id or "") -> the client's native session, for a hook without a
+    # transcript_path in its input and for `sessionvault import <client>`
+    locate: Callable[[Path, Path, str], S | None]
+
+
+READERS: dict[str, Reader[Any]] = {
+    "claude-code": Reader(claude_code.read, lambda home, cwd, sid: claude_code.locate(home, cwd, sid)),
+    "codex": Reader(codex.read, lambda home, cwd, sid: codex.locate(home, cwd, sid, codex.codex_home(home))),
+    "gemini": Reader(gemini.read, gemini.locate),
+    "qwen": Reader(qwen.read, qwen.locate),
+    "opencode": Reader(
+        lambda found: opencode.read(found.db, found.session_id),
+        lambda home, cwd, sid: opencode.locate(home, cwd, sid),
+    ),
+}

@@ -1,0 +1,130 @@
+"""/mcp, once its method is POST: the edge checks (before the body is read and before any
+database work), the body, the admission, and the MCP SDK's handling of the request.
+
+The admission goes one of two ways: a tool call whose credential this instance admitted
+lately rides on the tool's own transaction (one flight, `server/admission/riding.py`), its answer held
+until the admission decides; anything else is admitted in a flight of its own first."""
+
+from __future__ import annotations
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import Message, Receive, Scope, Send
+
+from sessionvault import telemetry
+from sessionvault.runtime import Runtime
+from sessionvault.server.admission import admitter as auth
+from sessionvault.server.admission import guard, riding
+from sessionvault.server.edge import answered_with_error, budget_of, method_of, read_json
+from sessionvault.server.mcp.call_state import CallState, current_call
+from sessionvault.server.mcp.host import ManagerPerLoop, mcp_errors_only
+from sessionvault.server.mcp.tools import TOOL_NAMES, build_server, scope_of
+from sessionvault.server.oauth import endpoints as oauth_server
+from sessionvault.service.vault import Principal
+
+
+class McpEndpoint:
+    def __init__(
+        self,
+        runtime: Runtime,
+        policy: guard.HeaderPolicy,
+        failures: guard.AuthFailureLimit | None,
+        admitter: auth.Admitter,
+    ) -> None:
+        self.rt, self.policy, self.failures, self.admitter = runtime, policy, failures, admitter
+        self.server = build_server(runtime.vault)
+        # Inside the SDK's own (OpenTelemetry) middleware: a handler's unexpected exception
+        # becomes a JSON-RPC internal error here, not a logged traceback with its message.
+        self.server.middleware.append(mcp_errors_only)
+        settings = runtime.settings
+        # `policy` decides before the body is read; the SDK's own check (on 127.0.0.1 only:
+        # behind API Gateway the Host is the API's domain) is kept, with the same lists.
+        self.security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=guard.is_local(settings),
+            allowed_hosts=list(settings.allowed_hosts),
+            allowed_origins=list(policy.origins),
+        )
+        self.manager = ManagerPerLoop(
+            lambda: StreamableHTTPSessionManager(
+                self.server,
+                json_response=True,
+                stateless=True,
+                security_settings=self.security,
+                max_request_body_size=settings.max_body_bytes,
+            )
+        )
+
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
+    ) -> None:
+        self._check_edge(headers, log)
+        body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
+        log.tool = method_of(payload, TOOL_NAMES)
+        budget = budget_of(payload)
+        scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
+        if scope_needed is not None:
+            base = oauth_server.base_url(self.rt.settings, headers)
+            call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
+
+            async def run(who: Principal, out: Send) -> None:
+                await self._call(who, scope, body, receive, out, log)
+
+            if call is not None and await riding.ridden(self.admitter, call, run, send, log, base):
+                return
+        who = await riding.admitted(self.admitter, headers, budget, log)
+        await self._call(who, scope, body, receive, send, log)
+
+    async def _call(
+        self,
+        who: Principal,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        log: telemetry.RequestLog,
+    ) -> None:
+        state = CallState(principal=who)
+        token = current_call.set(state)
+        try:
+            log.status, reply = await self._dispatch(scope, body, receive, send)
+        finally:
+            current_call.reset(token)
+        log.error_class = state.error_class or answered_with_error(log.status, reply)
+
+    def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+        """Refuse before the body is read and before any database work (`guard`)."""
+        check = self.policy.check(headers)
+        if check is not None:
+            log.edge_check = check
+            raise guard.refusal(check)
+        if self.failures is None:
+            return
+        wait = self.failures.retry_after(log.ip)
+        if wait and not self.failures.known(guard.key_digest(headers.get("authorization"))):
+            log.edge_check = "auth_failures"
+            raise guard.too_many_failures(wait)
+
+    async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
+        """Hand the (already read) body to the SDK; returns the status and the reply body."""
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        status, reply = 500, bytearray()
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                reply.extend(message.get("body", b""))
+            await send(message)
+
+        manager = await self.manager.get()
+        await manager.handle_request(scope, replay, watch)
+        return status, bytes(reply)

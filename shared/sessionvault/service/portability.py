@@ -1,0 +1,170 @@
+"""Taking one's sessions out whole, and bringing them in: the NDJSON export format.
+
+One JSON object a line. The first line is the header `{"format": "sessionvault-export/1", ...}`,
+the last `{"end": true, "sessions": N}` (so a stream cut at a line boundary is told from a whole
+one); every line between is one session with every version still kept, oldest first:
+
+    {"name": ..., "repo": ..., "versions": [{"version": 1, "saved_at": ..., "record": {...},
+      "handoff": {"state": "accepted", ...} | absent}, ...]}
+
+`record` is the decrypted session as save_session takes it (summary, plan, decisions, todos,
+files, errors, tried, repo, client, branch, commit). An export is plaintext: it is as secret as
+the sessions themselves (say so wherever it is written).
+
+Import is idempotent: a version whose content one of the session's kept versions already holds
+adds nothing; the others are saved in their order, so newer versions stay newer. The server
+stamps each imported version with the time of the import (the export's `saved_at` is kept in
+the export file, not re-stamped), and a handoff is not offered again by an import: its state
+belongs to the clients that saw it then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sessionvault.core.records import SaveArgs, parse
+from sessionvault.db import sessions as store
+from sessionvault.errors import ValidationFailed
+from sessionvault.service import handoff
+from sessionvault.service.sealing import open_record
+from sessionvault.service.vault import Principal, Vault
+
+FORMAT = "sessionvault-export/1"
+# The fields of a stored record that a save takes back (saved_at is the server's own stamp).
+SAVED_FIELDS = tuple(f for f in SaveArgs.model_fields if f not in ("handoff", "to_client"))
+PAGE = 100
+
+
+def export_lines(vault: Vault, who: Principal) -> Iterator[dict[str, Any]]:
+    """The header, then every session of the caller with every kept version, newest session
+    first (decrypted one session at a time: memory is one session's, not the account's)."""
+    yield {"format": FORMAT}
+    dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
+    cursor, count = None, 0
+    while True:
+        rows = store.page(vault.db, who.user_id, "", PAGE + 1, cursor)
+        for row in rows[:PAGE]:
+            yield _session(vault, who.user_id, dek, row["name"])
+            count += 1
+        if len(rows) <= PAGE:
+            yield {"end": True, "sessions": count}
+            return
+        cursor = (rows[PAGE - 1]["updated_at"], str(rows[PAGE - 1]["id"]))
+
+
+def export_session(vault: Vault, who: Principal, name: str) -> dict[str, Any]:
+    """One session as an export line: every kept version, oldest first (none: no such session)."""
+    return _session(vault, who.user_id, vault.keys.unwrap(who.user_id, who.wrapped_dek), name)
+
+
+def offer_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A handoff as the API lists it: the session it offers, and the offer's state."""
+    return {
+        "name": row["name"],
+        "repo": row["repo"],
+        "offered_at": store.iso(row["offered_at"]),
+        **(handoff.state_of(row) or {}),
+    }
+
+
+def _session(vault: Vault, user_id: str, dek: bytes, name: str) -> dict[str, Any]:
+    versions = []
+    for row in store.every_version(vault.db, user_id, name):
+        record = open_record(dek, user_id, row)
+        entry: dict[str, Any] = {
+            "version": row["version"],
+            "saved_at": record.pop("saved_at", ""),
+            "record": {k: record[k] for k in SAVED_FIELDS if k in record},
+        }
+        offered = handoff.state_of(row)
+        if offered is not None:
+            entry["handoff"] = offered
+        versions.append(entry)
+    repo = versions[-1]["record"].get("repo", "") if versions else ""
+    return {"name": name, "repo": repo, "versions": versions}
+
+
+@dataclass
+class Imported:
+    """What an import did: counts, and one line per session that could not be taken."""
+
+    sessions: int = 0
+    versions_added: int = 0
+    versions_present: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "versions_added": self.versions_added,
+            "versions_already_there": self.versions_present,
+            "problems": self.problems,
+        }
+
+
+def import_lines(
+    vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], *, dry_run: bool = False
+) -> Imported:
+    """Bring sessions in from export lines (the header first); see the module docstring."""
+    done = Imported()
+    it = iter(lines)
+    header = next(it, None)
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValidationFailed(f'not a SessionVault export: the first line must be {{"format": "{FORMAT}"}}')
+    dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
+    for number, line in enumerate(it, start=2):
+        if isinstance(line, dict) and line.get("end") is True:
+            continue  # an export's last line; a batch of one may carry it or not
+        try:
+            _import_session(vault, who, dek, line, done, dry_run)
+        except ValidationFailed as exc:
+            done.problems.append(f"line {number}: {exc}")
+    return done
+
+
+def _import_session(
+    vault: Vault, who: Principal, dek: bytes, line: Any, done: Imported, dry_run: bool
+) -> None:
+    if (
+        not isinstance(line, dict)
+        or not isinstance(line.get("name"), str)
+        or not isinstance(line.get("versions"), list)
+    ):
+        raise ValidationFailed("a session line needs a name and a list of versions")
+    present = {
+        _content(open_record(dek, who.user_id, row))
+        for row in store.every_version(vault.db, who.user_id, line["name"])
+    }
+    done.sessions += 1
+    for version in line["versions"]:
+        record = version.get("record") if isinstance(version, dict) else None
+        if not isinstance(record, dict):
+            raise ValidationFailed("a version needs a record")
+        args = parse(SaveArgs, {**{k: record[k] for k in SAVED_FIELDS if k in record}, "name": line["name"]})
+        key = _content(_as_stored(vault, args))
+        if key in present:
+            done.versions_present += 1
+            continue
+        if not dry_run:
+            vault.save(who, args)
+        present.add(key)
+        done.versions_added += 1
+
+
+def _as_stored(vault: Vault, args: SaveArgs) -> dict[str, Any]:
+    """The record a save of `args` would store (redacted as the vault redacts), so that content
+    holding a secret matches its stored, redacted version on a second import."""
+    record = args.model_dump(mode="json")
+    if vault.redact:
+        from sessionvault.core.redact import scrub  # detect-secrets: only when importing
+
+        record, _ = scrub(record)
+    return record
+
+
+def _content(record: dict[str, Any]) -> str:
+    """A version's content, comparable: the saved fields only, in one canonical JSON."""
+    return json.dumps({k: record.get(k) for k in SAVED_FIELDS}, sort_keys=True, ensure_ascii=False)

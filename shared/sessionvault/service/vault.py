@@ -1,0 +1,313 @@
+"""What the tools do: save, load, search, list and delete sessions for one authenticated user.
+Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Principal."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sessionvault.core import crypto, framing
+from sessionvault.core.apikeys import SCOPES, scope_hint
+from sessionvault.core.budget import fit, pack
+from sessionvault.core.checkpoints import (
+    AUTO_HISTORY,
+    AUTO_KEEP,
+    AUTO_MAX_AGE_DAYS,
+    is_automatic,
+    sibling_prefix,
+)
+from sessionvault.core.cursor import decode_cursor, encode_cursor
+from sessionvault.core.embedding.providers import Embedder
+from sessionvault.core.keys import DekCache, WrappedKey
+from sessionvault.core.records import (
+    MAX_NAME,
+    MAX_REPO,
+    RECORD_FIELDS,
+    SAVE_CONTROLS,
+    DeleteArgs,
+    ListArgs,
+    LoadArgs,
+    SaveArgs,
+    SearchArgs,
+)
+from sessionvault.core.records import preview as make_preview
+from sessionvault.core.repos import canonical_repo
+from sessionvault.db import deletes, handoffs, saves, search
+from sessionvault.db import sessions as store
+from sessionvault.db.pool import Database
+from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
+from sessionvault.service import handoff, sealing
+
+RELATED_LIMIT = 5
+# What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
+# a budget (max_tokens) covers what the model receives, this included.
+FRAME_CHARS = framing.overhead()
+# What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
+LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, as established by the API key. Nothing a caller sends can change it."""
+
+    user_id: str
+    wrapped_dek: WrappedKey
+    # What the key may do: read (load, list, search), write (save, claim a handoff), delete.
+    # Internal callers (jobs, tests) act for the user with every scope; the server passes the key's.
+    scopes: frozenset[str] = frozenset(SCOPES)
+    # Which credential this is, for the record of who claimed a handoff: the API key's display
+    # prefix, or "oauth"; "" for internal callers.
+    credential: str = ""
+
+
+def embedding_text(record: Mapping[str, Any]) -> str:
+    """What a session means, for search: name, repo, summary and the lists, most telling first."""
+    parts = [record.get("name", ""), record.get("repo", ""), record.get("summary", "")]
+    for field in ("plan", "todos", "tried"):
+        parts += record.get(field, [])
+    parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
+    parts += [*record.get("errors", []), *record.get("files", [])]
+    return "\n".join(p for p in parts if p)
+
+
+class Vault:
+    def __init__(
+        self,
+        db: Database,
+        keys: DekCache,
+        embedder: Embedder,
+        history_keep: int = 20,
+        quota: saves.Quota = saves.UNLIMITED,
+        redact: bool = True,
+        *,
+        handoff_ttl_days: int = 7,
+    ):
+        self.db = db
+        self.keys = keys
+        self.embedder = embedder
+        self.history_keep = history_keep
+        self.quota = quota
+        self.redact = redact  # scrub secrets before anything is stored (settings.redact_secrets)
+        self.handoff_ttl_days = handoff_ttl_days  # how long an offered handoff stays claimable
+
+    def _dek(self, who: Principal) -> bytes:
+        return self.keys.unwrap(who.user_id, who.wrapped_dek)
+
+    def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
+        from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
+
+        record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
+        # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
+        # one, and part of the AAD) and the ciphertext all come from the scrubbed record.
+        redactions: list[Redaction] = []
+        if self.redact:
+            record, redactions = scrub(record)
+        # A marker can be longer than the secret it replaces: keep the looked-up columns within
+        # the caps the tools accept, so the stored name can always be loaded and deleted.
+        record["name"], record["repo"] = record["name"][:MAX_NAME], record["repo"][:MAX_REPO]
+        record["client"] = record["client"][:MAX_REPO]
+        name: str = record["name"]
+        # Embed before the transaction: a slow provider must not hold row locks.
+        vector = self.embedder.embed(embedding_text(record))
+        dek = self._dek(who)
+        preview = make_preview(record["summary"])
+        head = saves.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
+
+        fp = crypto.fingerprint(dek)
+        digest = crypto.content_digest(dek, who.user_id, json.dumps(record, sort_keys=True).encode())
+        offer = None
+        if args.handoff or args.to_client:
+            offer = saves.Offer(record["client"], args.to_client, self.handoff_ttl_days)
+        keep, checkpoint = self.history_keep, None
+        if is_automatic(name):
+            keep, checkpoint = (
+                min(keep, AUTO_HISTORY),
+                saves.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
+            )
+        # Sealed before the transaction, under the version's own id: the save is one flight.
+        # Its saved_at is this server's clock (the head's updated_at, the database's).
+        record["saved_at"] = store.iso(datetime.now(UTC))
+        version = sealing.seal(dek, who.user_id, record, head)
+        policy = saves.Policy(keep, self.quota, fp, offer, digest, checkpoint)
+        row = saves.save(self.db, who.user_id, head, version, policy)
+        if row is None:
+            raise self._refusal(who, fp)
+        out: dict[str, Any] = {
+            "saved": True,
+            "name": name,  # as stored: redacted too if it held a secret
+            "version": row["version"],
+            "saved_at": store.iso(row["updated_at"]) if row.get("unchanged") else record["saved_at"],
+            "embedded": vector is not None,
+            # field and kind of each secret removed, never its value; [] when none (or when off)
+            "redacted": [r.as_dict() for r in redactions],
+        }
+        if row.get("unchanged"):
+            out["unchanged"] = True  # the head already held this content: no version added
+        if checkpoint is not None:
+            out["automatic"] = True
+        if offer is not None:
+            out["handoff"] = {
+                "state": "open",
+                "to_client": offer.to_client,
+                "expires_in_days": offer.ttl_days,
+            }
+        return out
+
+    def _refusal(self, who: Principal, fp: bytes) -> VaultError:
+        """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
+        used = saves.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
+        if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
+            return KeyReplaced()
+        return QuotaExceeded(
+            f"storage quota reached: {used['sessions']} of {self.quota.sessions} sessions,"
+            f" {used['bytes'] // 1024} KiB of {self.quota.bytes // 1024} KiB (history included);"
+            " free space with delete_session or delete_all_sessions, then save again"
+        )
+
+    def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
+        dek = self._dek(who)
+        if args.accept:
+            if "write" not in who.scopes:  # a claim changes the handoff's state
+                raise ScopeMissing(scope_hint("write", "load_session with accept=true", who.scopes))
+            row, last = handoffs.claim(self.db, who.user_id, args.repo, args.client, who.credential)
+            if row is None:
+                return handoff.not_claimed(args, last)
+        elif args.name:
+            row = store.get_by_name(self.db, who.user_id, args.name, args.version or None)
+        else:
+            row = store.get_latest_for_repo(self.db, who.user_id, args.repo, args.client)
+        if row is None:
+            kept = store.versions_of(self.db, who.user_id, args.name) if args.version else None
+            return _not_found(args, kept)
+        record = sealing.open_record(dek, who.user_id, row)
+        out: dict[str, Any] = {
+            "notice": framing.RESULT_NOTICE,
+            "found": True,
+            "name": row["name"],
+            "repo": canonical_repo(record["repo"]),  # as saved, in a version from before 0006
+            "version": row["version"],
+            "latest_version": row["head"],
+            "saved_at": record["saved_at"],
+            "client": record["client"],  # the authenticated copy, not the plaintext column
+        }
+        if is_automatic(row["name"]):
+            out["automatic"] = True
+        for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
+            if record.get(anchor):
+                out[anchor] = record[anchor]
+        offered = handoff.state_of(row)
+        if offered is not None:
+            out["handoff"] = offered
+            if offered["state"] == "open":
+                offered["hint"] = "offered, not claimed: load_session with repo and accept=true claims it"
+        if args.mode == "brief":
+            out["summary"] = record["summary"]
+        else:
+            out["versions"] = row["versions"]
+            out.update({field: record[field] for field in RECORD_FIELDS})
+            if args.mode == "full":
+                out["related"] = self._related(who, dek, row)
+        return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
+
+    def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
+        if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
+            return []
+        hits = search.related(
+            self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
+        )
+        return [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits]
+
+    def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
+        query = args.query
+        if self.redact:  # a query is not stored, but it does go to the embedding provider
+            from sessionvault.core.redact import scrub_text
+
+            query = scrub_text(query)[0]
+        vector = self.embedder.embed(query)
+        if vector is None:
+            raise ProviderUnavailable(
+                "semantic search is unavailable: no embedding provider answered;"
+                " list_sessions and load_session still work"
+            )
+        dek = self._dek(who)
+        hits = search.nearest(
+            self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
+        )
+        return pack(
+            [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens, FRAME_CHARS
+        )
+
+    def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
+        after = decode_cursor(args.cursor)
+        rows = store.page(self.db, who.user_id, args.repo, args.limit + 1, after)
+        shown = rows[: args.limit]
+        dek = self._dek(who) if shown else b""
+        sessions = [_listed(dek, who.user_id, r) for r in shown]
+        more = len(rows) > args.limit
+        return {
+            "sessions": sessions,
+            "next_cursor": encode_cursor(shown[-1]["updated_at"], shown[-1]["id"]) if more else "",
+        }
+
+    def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
+        removed = deletes.delete(self.db, who.user_id, args.name)
+        if removed is None:
+            return {"deleted": False, "found": False, "hint": "no session by that name"}
+        return {"deleted": True, "name": args.name, "versions_deleted": removed}
+
+
+def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
+    the database (or saved before MACs existed) lists with its client and preview withheld."""
+    # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
+    # that spelling apart from the canonical `repo` they are listed and found under.
+    head = saves.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
+    expected = sealing.head_mac(dek, user_id, row, head)
+    trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
+    entry = {
+        "name": row["name"],
+        "repo": row["repo"],
+        "preview": row["preview"] if trusted else "",
+        "version": row["version"],
+        "client": row["client"] if trusted else "",
+        "updated_at": store.iso(row["updated_at"]),
+    }
+    if not trusted:
+        entry["unverified"] = True  # load_session gives the authenticated record
+    if is_automatic(row["name"]):
+        entry["automatic"] = True
+    offered = handoff.state_of(row)
+    if offered is not None:
+        entry["handoff"] = offered
+    return entry
+
+
+def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hit["name"],
+        "repo": hit["repo"],
+        "score": round(1.0 - float(hit["distance"]), 4),
+        "version": hit["version"],
+        "saved_at": record["saved_at"],
+        "summary": record["summary"],
+    }
+
+
+def _not_found(args: LoadArgs, kept: list[int] | None = None) -> dict[str, Any]:
+    """Why a load found nothing; `kept`: the versions the named session still has, if it exists."""
+    if kept:
+        shown = ", ".join(map(str, kept[:5])) + (", ..." if len(kept) > 5 else "")
+        older = " (older versions are pruned)" if args.version < kept[-1] else ""
+        hint = f"session {args.name!r} has no version {args.version}{older}; it keeps versions {shown}"
+        return {"found": False, "versions": kept, "hint": hint}
+    if args.name:
+        what = f"no session named {args.name!r}"
+        if args.version:
+            what += f" at version {args.version}"
+    else:
+        what = f"no session for repo {args.repo!r}" if args.repo else "no sessions saved yet"
+    return {"found": False, "hint": what + "; call list_sessions to see what is saved"}
