@@ -199,8 +199,8 @@ def _importtime(h: Any, built: Any, stack: dict[str, Any]) -> None:
 
 def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
     from sessionvault.core.keys import KmsKeyProvider
-    from sessionvault.db import identity
     from sessionvault.db.pool import Database
+    from sessionvault.service import accounts
 
     owner = Database(stack["db"].admin_url, max_size=1)
     endpoint = stack["endpoint"]
@@ -210,8 +210,8 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
 
     kms = boto3.client("kms", endpoint_url=endpoint, region_name="us-east-1")
     provider = KmsKeyProvider(stack["values"]["SESSIONVAULT_KMS_KEY_ID"], client=kms)
-    user = identity.create_user(owner, provider, f"bench-{secrets.token_hex(4)}")
-    key, _ = identity.create_key(owner, user, "bench", ("read", "write"))
+    user = accounts.create_user(owner, provider, f"bench-{secrets.token_hex(4)}")
+    key, _ = accounts.create_key(owner, user, "bench", ("read", "write"))
     owner.close()
     init = h.rpc(
         "initialize",

@@ -192,10 +192,10 @@ def hook_times(runs: int = 15, big_runs: int = 3) -> None:
         f"  this process. n={runs} at 10 MB after 1 warm-up, {big_runs} at 50 MB, 3 on the fixture itself;",
         f"  DEADLINE_S = {DEADLINE_S} s.",
     )
-    from sessionvault.db import identity
     from sessionvault.db.pool import Database
     from sessionvault.local.host import embedded
     from sessionvault.runtime import key_provider
+    from sessionvault.service import accounts
 
     from .common import make_settings
     from .workload import ServerProcess
@@ -209,8 +209,8 @@ def hook_times(runs: int = 15, big_runs: int = 3) -> None:
         admin = Database(db.admin_url, max_size=1)
         try:
             settings = make_settings(db.app_url, master_key, salt)
-            user = identity.create_user(admin, key_provider(settings), "bench-hook")
-            key = identity.create_key(admin, user, "bench-hook")[0]
+            user = accounts.create_user(admin, key_provider(settings), "bench-hook")
+            key = accounts.create_key(admin, user, "bench-hook")[0]
         finally:
             admin.close()
         with ServerProcess(db.app_url, master_key, salt) as server:

@@ -122,9 +122,9 @@ def _context(seeded):
     """This run's users and keys: a fresh writer (save/delete), keys for seeded readers."""
     import psycopg
 
-    from sessionvault.db import identity
     from sessionvault.db.pool import Database
     from sessionvault.runtime import key_provider
+    from sessionvault.service import accounts
 
     from .common import make_settings
     from .measure import Context
@@ -134,7 +134,7 @@ def _context(seeded):
     settings = make_settings(db.app_url, seeded.master_key, seeded.audit_salt)
     admin = Database(db.admin_url, max_size=2)
     try:
-        writer = identity.create_user(admin, key_provider(settings), f"{RUN_PREFIX}{os.urandom(4).hex()}")
+        writer = accounts.create_user(admin, key_provider(settings), f"{RUN_PREFIX}{os.urandom(4).hex()}")
         users = {"reader": seeded.typical, "large": seeded.large, "writer": writer}
         keys = {who: _new_key(admin, uid) for who, uid in users.items()}
         with psycopg.connect(db.owner_url) as conn:
@@ -180,13 +180,14 @@ def _new_key(admin, user_id: str) -> str:
     import inspect
 
     from sessionvault.db import identity
+    from sessionvault.service import accounts
 
     extra = {}
     if "scopes" in inspect.signature(identity.create_key).parameters:
         from sessionvault.core import apikeys
 
         extra["scopes"] = tuple(apikeys.SCOPES)
-    return identity.create_key(admin, user_id, RUN_LABEL, **extra)[0]
+    return accounts.create_key(admin, user_id, RUN_LABEL, **extra)[0]
 
 
 def _forget(owner_url: str) -> None:

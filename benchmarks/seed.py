@@ -198,9 +198,9 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
 
     from sessionvault.core import crypto, records
     from sessionvault.core.keys import WrappedKey
-    from sessionvault.db import identity
     from sessionvault.db.pool import Database
     from sessionvault.runtime import key_provider
+    from sessionvault.service import accounts
 
     from .common import make_settings
 
@@ -213,7 +213,7 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
     admin = Database(db.admin_url, max_size=2)
     try:
         user_ids = [
-            identity.create_user(admin, provider, f"bench-seed-{i:04d}") for i in range(PARAMS["users"])
+            accounts.create_user(admin, provider, f"bench-seed-{i:04d}") for i in range(PARAMS["users"])
         ]
     finally:
         admin.close()

@@ -290,7 +290,7 @@ def principal(owner_url: str, user_id: str) -> Any:
     from psycopg.rows import dict_row
 
     from sessionvault.core.keys import WrappedKey
-    from sessionvault.service.vault import Principal
+    from sessionvault.service.principal import Principal
 
     with psycopg.connect(owner_url, row_factory=dict_row) as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()

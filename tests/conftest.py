@@ -23,12 +23,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import identity as accounts
 from sessionvault.db.pool import Database
 from sessionvault.local.host import embedded
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.app import SessionVaultApp
-from sessionvault.service.vault import Principal
+from sessionvault.service import accounts
+from sessionvault.service.principal import Principal
 from sessionvault.settings import Settings
 
 

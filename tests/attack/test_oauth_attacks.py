@@ -14,11 +14,11 @@ import psycopg
 import pytest
 
 from sessionvault.core import oauth
-from sessionvault.db import identity as accounts
 from sessionvault.db import oauth as store
 from sessionvault.db.pool import Database
 from sessionvault.jobs import maintenance
 from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.service import accounts
 
 from ..conftest import ServerThread, admin_db, make_settings, make_user
 from ..support import oauth as flow

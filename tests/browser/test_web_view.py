@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from sessionvault.db import identity
+from sessionvault.service import accounts
 
 from ..conftest import admin_db, make_user
 from ..support.jsonrpc import post, tool_result
@@ -75,7 +75,7 @@ def test_a_person_signs_in_browses_compares_revokes_and_signs_out(
     server, owner, page: Page, context: BrowserContext, artifacts: Path, capfd
 ) -> None:
     base = server.url.removesuffix("/mcp")
-    spare, spare_prefix = identity.create_key(admin_db(), owner.id, "old laptop", ("read", "write"))
+    spare, spare_prefix = accounts.create_key(admin_db(), owner.id, "old laptop", ("read", "write"))
     scripts: list[str] = []
     page.on("console", lambda m: scripts.append(m.text))
 
@@ -178,7 +178,7 @@ def test_every_control_is_reachable_and_labelled(server, owner, page: Page) -> N
 
 def test_a_forged_csrf_token_is_refused_and_changes_nothing(server, owner, page: Page) -> None:
     base = server.url.removesuffix("/mcp")
-    spare, prefix = identity.create_key(admin_db(), owner.id, "spare", ("read",))
+    spare, prefix = accounts.create_key(admin_db(), owner.id, "spare", ("read",))
     sign_in(page, base, owner.key)
     page.goto(base + "/web/keys")
     page.get_by_role("button", name=f"Revoke key {prefix}").click()
@@ -190,7 +190,7 @@ def test_a_forged_csrf_token_is_refused_and_changes_nothing(server, owner, page:
 
 def test_another_origin_can_neither_frame_the_view_nor_post_its_forms(server, owner, page: Page) -> None:
     base = server.url.removesuffix("/mcp")
-    spare, prefix = identity.create_key(admin_db(), owner.id, "spare", ("read",))
+    spare, prefix = accounts.create_key(admin_db(), owner.id, "spare", ("read",))
     sign_in(page, base, owner.key)
     page.goto(base + "/web/keys")
     key_id = page.locator(

@@ -139,7 +139,7 @@ def test_the_lock_is_gone_with_the_process_however_it_ends(tmp_path: Path) -> No
             sys.executable,
             "-c",
             "import sys,time;from pathlib import Path;"
-            "from sessionvault.local import statelock;statelock.acquire(Path(sys.argv[1]));"
+            "from sessionvault.local.host import statelock;statelock.acquire(Path(sys.argv[1]));"
             "print('held',flush=True);time.sleep(60)",
             str(tmp_path),
         ],

@@ -21,7 +21,6 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from sessionvault.db import identity as accounts
 from sessionvault.db.pool import Database
 from sessionvault.jobs import maintenance
 from sessionvault.local.host import upkeep
@@ -31,6 +30,7 @@ from sessionvault.server import edge as edge_module
 from sessionvault.server.admission import admitter as auth
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.server.mcp.endpoint import McpEndpoint
+from sessionvault.service import accounts
 
 from ..conftest import ServerThread, admin_db, free_port, make_settings, make_user
 from ..support.logs import LogCatcher, catch_logs

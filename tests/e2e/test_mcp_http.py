@@ -9,8 +9,9 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from sessionvault.db import identity as accounts
+from sessionvault.db import identity
 from sessionvault.db.audit import salted_hash
+from sessionvault.service import accounts
 
 from ..conftest import ServerThread, admin_db, make_settings, make_user, mcp_client
 from ..support.logs import catch_logs
@@ -149,7 +150,7 @@ def audit_rows(url: str, sql: str, *params, expect: int, settled=lambda rows: Tr
 def test_every_auth_failure_is_byte_identical(server, runtime, pg):
     revoked, disabled = make_user(runtime), make_user(runtime)
     accounts.revoke_key(admin_db(), revoked.key)
-    accounts.disable_user(admin_db(), disabled.id)
+    identity.disable_user(admin_db(), disabled.id)
     unknown = "sv_live_" + "A" * 32
     agent = {"User-Agent": f"auth-test/{os.urandom(4).hex()}"}  # would mark this test's audit rows
     ids = [f"auth-{os.urandom(4).hex()}" for _ in range(5)]

@@ -25,13 +25,13 @@ import pytest
 from sessionvault import names
 from sessionvault.core import records
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import identity as accounts
 from sessionvault.db.pool import Database
 from sessionvault.local.host import embedded
 from sessionvault.local.remote import api_client
+from sessionvault.local.remote.transport import Api
 from sessionvault.runtime import Runtime, open_runtime
-from sessionvault.service import portability
-from sessionvault.service.vault import Principal
+from sessionvault.service import accounts, portability
+from sessionvault.service.principal import Principal
 
 from ..conftest import ServerThread, make_settings, make_user
 from ..support.jsonrpc import tool_result
@@ -130,7 +130,7 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
     tool_result(server.url, source.key, "load_session", repo=REPO, accept=True, client="codex")
     save(server.url, source.key, name="notes", summary="other", repo="github.com/acme/other")
     save(server.url, source.key, name="notes", summary="other, again", repo="github.com/acme/other")
-    local = api_client.Api.at(server.url, source.key)
+    local = Api.at(server.url, source.key)
     expected = {
         s["name"]: api_client.session_versions(local, s["name"])["versions"]
         for s in api_client.list_sessions(local, limit=100)["sessions"]
@@ -147,7 +147,7 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
     assert first["problems"] == [] and first["stopped"] == ""
 
     # Every version arrives, in order, and decrypts on the other server (loaded one by one).
-    there = api_client.Api.at(deployed.server.url, key)
+    there = Api.at(deployed.server.url, key)
     for name, versions in expected.items():
         moved = api_client.session_versions(there, name)["versions"]
         assert [v["record"] for v in moved] == [v["record"] for v in versions], name

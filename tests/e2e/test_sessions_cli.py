@@ -24,7 +24,8 @@ from sessionvault.cli import sessions as sessions_cli
 from sessionvault.core import records
 from sessionvault.local.data import export_files
 from sessionvault.local.host import target
-from sessionvault.local.remote import api_client
+from sessionvault.local.remote import api_client, batch_import
+from sessionvault.local.remote.transport import Api
 from sessionvault.service import portability
 
 from ..conftest import make_user
@@ -345,7 +346,7 @@ def test_import_ndjson_is_idempotent_and_dry_run_saves_nothing(
 
 
 def client_names(server: Any, key: str) -> list[str]:
-    listed = api_client.list_sessions(api_client.Api.at(server.url, key))
+    listed = api_client.list_sessions(Api.at(server.url, key))
     return [s["name"] for s in listed["sessions"]]
 
 
@@ -362,9 +363,8 @@ def export_of(*sessions: tuple[str, list[str]]) -> list[str]:
 def test_a_bad_line_stops_the_import_there_and_says_which(
     capsys, server, runtime, tmp_path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(
-        api_client, "BATCH_VERSIONS", (1, 1, 1)
-    )  # one session a batch: line numbers span batches
+    # one session a batch: line numbers span batches
+    monkeypatch.setattr(batch_import, "BATCH_VERSIONS", (1, 1, 1))
     user = make_user(runtime)
     lines = export_of(("a", ["a1"]), ("b", ["b1", "b2"]))
     lines.insert(
@@ -408,7 +408,7 @@ def test_import_reads_stdin_as_a_real_process(server, runtime, tmp_path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "stdin: 1 session(s), 2 version(s) added, 0 already there\n"
-    kept = api_client.session_versions(api_client.Api.at(server.url, user.key), "piped")
+    kept = api_client.session_versions(Api.at(server.url, user.key), "piped")
     assert [v["record"]["summary"] for v in kept["versions"]] == ["one", "two"]
 
 
@@ -440,7 +440,7 @@ def test_an_importer_imports_idempotently_with_secrets_scrubbed(
     assert code == 0 and "2 session(s), 3 version(s) added" in out and seen[-1] == source, err
     code, out, err = sv(capsys, server, user.key, "import", "fake-tool", str(source))
     assert code == 0 and "0 version(s) added, 3 already there" in out, err
-    kept = api_client.session_versions(api_client.Api.at(server.url, user.key), "memory/one")
+    kept = api_client.session_versions(Api.at(server.url, user.key), "memory/one")
     summaries = [v["record"]["summary"] for v in kept["versions"]]
     assert summaries[0] == "first note" and secret not in summaries[1] and len(summaries) == 2
     assert all("handoff" not in v for v in kept["versions"])  # an import never offers a handoff

@@ -347,9 +347,9 @@ def test_a_tampered_or_revoked_cookie_is_a_signed_out_browser(server, runtime, b
     assert 'name="api_key"' in home.text and "Your sign-in has ended" in home.text
     browser.jar["sv_web"] = value
     assert "Sign out" in browser.get("/").text
-    from sessionvault.db import identity
+    from sessionvault.service import accounts
 
-    identity.revoke_key(admin_db(), owner.key)
+    accounts.revoke_key(admin_db(), owner.key)
     after = browser.get("/")
     assert 'name="api_key"' in after.text and "sv_web" not in browser.jar  # cleared
 
@@ -387,9 +387,9 @@ def test_web_requests_are_audited_under_their_page_names(server, runtime, browse
 
 
 def _another_key(user_id: str, scopes: tuple[str, ...]) -> tuple[str, str]:
-    from sessionvault.db import identity
+    from sessionvault.service import accounts
 
-    return identity.create_key(admin_db(), user_id, "second", scopes)
+    return accounts.create_key(admin_db(), user_id, "second", scopes)
 
 
 def _key_id(page: str, prefix: str) -> str:

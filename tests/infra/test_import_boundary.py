@@ -1,14 +1,18 @@
 """The import boundary between where code runs, read statically from the source (ast, nothing
 is imported): the Lambda functions must reach nothing from the laptop side (sessionvault.local,
 sessionvault.cli), which the SharedCodeLayer does not even carry, and the sessionvault modules
-must not import each other in a cycle at module level.
+must not import each other in a cycle, and the package's floors form a ladder.
 
 The Lambda walk starts at each functions/*/handler.py and follows every sessionvault import
 transitively: module level, inside functions, under `if TYPE_CHECKING:` (stricter than what
 runs), relative imports, `from package import submodule`, and importlib.import_module("...")
-with a literal name. The cycle check follows only what runs at import time: module-level
-imports (class bodies and if/try/with blocks included), not those inside functions or under
-`if TYPE_CHECKING:`.
+with a literal name. The cycle checks look twice: at what runs at import time (module-level
+imports, class bodies and if/try/with blocks included), and at every import anywhere, inside
+functions too (a cycle hidden in a function-level import is still a cycle in the design).
+
+The ladder (docs/architecture.md): each top-level package imports only the floors below it,
+    cli > local > server, jobs > runtime > service > db > core > settings, errors, names, ...
+and never a package on its own floor (server and jobs do not import each other).
 """
 
 from __future__ import annotations
@@ -143,13 +147,13 @@ def reached_from(tree: Tree, entry: Path) -> dict[str, str]:
     return seen
 
 
-def import_graph(tree: Tree) -> dict[str, set[str]]:
-    """Module-level (import-time) edges among the package's modules."""
+def import_graph(tree: Tree, *, runtime_only: bool = True) -> dict[str, set[str]]:
+    """Edges among the package's modules: import-time ones, or (runtime_only False) every one."""
     graph = {}
     for module in tree.modules():
         path = tree.path_of(module)
         assert path is not None
-        targets = imports_of(tree, path, module, runtime_only=True)
+        targets = imports_of(tree, path, module, runtime_only=runtime_only)
         graph[module] = {t for t in targets if tree.path_of(t)}
     return graph
 
@@ -239,6 +243,57 @@ def test_sessionvault_modules_import_each_other_without_cycles():
     assert not found, "module-level import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
+def test_no_cycle_hides_in_an_import_inside_a_function():
+    found = cycles(import_graph(Tree(SHARED), runtime_only=False))
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+# The floors, top down; a package not named here stands on the ground floor (0).
+FLOORS = {"cli": 7, "local": 6, "server": 5, "jobs": 5, "runtime": 4, "service": 3, "db": 2, "core": 1}
+
+
+def floor_of(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 1 else ""
+    return room, FLOORS.get(room, 0)
+
+
+def arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a floor to one above it or beside it (another package, same floor)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        room, floor = floor_of(module)
+        for target in sorted(targets):
+            other, other_floor = floor_of(target)
+            if other == room or (floor == other_floor == 0):
+                continue
+            if other_floor >= floor:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_the_floors_form_a_ladder_with_no_arrow_running_back_up():
+    found = arrows_up(import_graph(Tree(SHARED), runtime_only=False))
+    assert not found, "imports against the ladder:\n" + "\n".join(found)
+
+
+# The data layer modules server code may read without the service layer: the identity plane's
+# admission statement, the audit trail and the OAuth state, which hold no session content.
+SERVER_READS_DIRECTLY = {"sessionvault.db.admission", "sessionvault.db.audit", "sessionvault.db.oauth"}
+
+
+def test_the_server_reaches_tenant_data_only_through_the_service_layer():
+    graph = import_graph(Tree(SHARED), runtime_only=False)
+    direct = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.startswith("sessionvault.server.")
+        for target in targets
+        if target.startswith("sessionvault.db.") and target not in SERVER_READS_DIRECTLY
+    )
+    assert not direct, "server code reading the tenant plane past the service layer:\n" + "\n".join(direct)
+
+
 # ---------------------------------------------------------------- the checks can fail
 
 
@@ -287,3 +342,28 @@ def test_the_cycle_check_sees_module_level_cycles_only(tmp_path):
         },
     )
     assert cycles(import_graph(tree)) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+def test_the_ladder_check_sees_an_import_inside_a_function(tmp_path):
+    tree = _write(
+        tmp_path,
+        {
+            "sessionvault/__init__.py": "",
+            "sessionvault/core/__init__.py": "",
+            "sessionvault/core/rules.py": "def f():\n    from sessionvault.db import sql\n",
+            "sessionvault/db/__init__.py": "",
+            "sessionvault/db/sql.py": "from sessionvault.core import rules\n",
+            "sessionvault/server/__init__.py": "",
+            "sessionvault/server/app.py": "from sessionvault.jobs import admin\n",
+            "sessionvault/jobs/__init__.py": "",
+            "sessionvault/jobs/admin.py": "",
+        },
+    )
+    tree = Tree(tmp_path, "sessionvault")
+    every = import_graph(tree, runtime_only=False)
+    assert arrows_up(every) == [
+        "sessionvault.core.rules -> sessionvault.db.sql",
+        "sessionvault.server.app -> sessionvault.jobs.admin",
+    ]
+    assert cycles(every) == [["sessionvault.core.rules", "sessionvault.db.sql"]]
+    assert cycles(import_graph(tree)) == []  # import time alone does not see it

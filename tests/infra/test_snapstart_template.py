@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .test_template import (
+from .template_model import (
     FUNCTIONS,
     LAYERS,
     ROOT,

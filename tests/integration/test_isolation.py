@@ -91,7 +91,7 @@ def test_tools_cannot_reach_another_users_sessions(runtime):
 
 def test_revoking_by_an_ambiguous_prefix_revokes_nothing(runtime):
     from sessionvault.core import apikeys
-    from sessionvault.db import identity as accounts
+    from sessionvault.service import accounts
 
     a, b = make_user(runtime), make_user(runtime)
     twin = a.key[:12]  # force a 24-bit prefix collision between two users' keys

@@ -15,7 +15,7 @@ from sessionvault.errors import DecryptionFailed
 from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
 from sessionvault.service import portability, sealing
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 from ..conftest import admin_db, make_settings, make_user
 

@@ -8,7 +8,7 @@ import pytest
 
 from sessionvault.core import records
 from sessionvault.runtime import Runtime
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 from .conftest import REGION, ROOT, LambdaContext, body_json, http_event, load_handler, rpc
 

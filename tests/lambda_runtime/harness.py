@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from ..support import lambda_events
+from ..support.interpreters import find_interpreter
 from ..support.lambda_events import body_json as body_json
 from ..support.lambda_events import rpc as rpc
 
@@ -102,30 +103,13 @@ def required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get(REQUIRE_ENV) == "1"
 
 
-def _runs_as(python: str, version: str) -> bool:
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except OSError:
-        return False
-    return out.returncode == 0 and out.stdout.strip() == version
-
-
 def find_python(runtime: str) -> str:
     """A working interpreter of `runtime` (python3.12): on PATH, else a pyenv install (a pyenv
     shim of a version not selected is on PATH but exits 127)."""
-    version = runtime.removeprefix("python")
-    found = shutil.which(runtime)
-    if found and _runs_as(found, version):
+    found = find_interpreter(runtime)
+    if found:
         return found
     pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    for candidate in sorted(pyenv_root.glob(f"versions/{version}.*/bin/{runtime}"), reverse=True):
-        if _runs_as(str(candidate), version):
-            return str(candidate)
     raise Missing(
         f"no working {runtime} (on PATH or under {pyenv_root}/versions): the Lambda Runtime in"
         " template.yaml, which sam build and this tier run"

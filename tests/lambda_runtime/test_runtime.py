@@ -18,6 +18,8 @@ from urllib.parse import quote, urlsplit
 import psycopg
 import pytest
 
+from ..support.cluster import running_cluster
+from ..support.lambda_events import ROLES, SERVICE_TOKEN, SETTINGS, STACK_ID
 from . import harness as h
 from .conftest import APP_NAME, RESPONSE_HOST, Cloud, Credentials, ResponseBucket, Tools
 
@@ -268,26 +270,10 @@ def test_snapstart_with_the_real_snapshot_restore_py(start, pg, container_creden
 # ---------------------------------------------------------------- migrate (the Database custom resource)
 
 
-_migrate = __import__("importlib").import_module("tests.lambda.test_migrate_function")
-Cluster, SETTINGS, ROLES = _migrate.Cluster, _migrate.SETTINGS, _migrate.ROLES
-STACK_ID = _migrate.STACK_ID
-SERVICE_TOKEN = _migrate.SERVICE_TOKEN
-
-
 @pytest.fixture(scope="module")
-def cluster(tools: Tools, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    import shutil
-    import tempfile
-
-    home = Path(tempfile.mkdtemp(prefix="sv-tier-migrate-"))
-    db = Cluster(home)
-    try:
-        db.start()
+def cluster(tools: Tools) -> Any:
+    with running_cluster("sv-tier-migrate-") as db:
         yield db
-    finally:
-        if (db.pgdata / "postmaster.pid").exists():
-            db.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def cfn_event(request_type: str, props: dict[str, str], **extra: Any) -> dict[str, Any]:

@@ -135,3 +135,24 @@ class CloudFormationAnswers:
     def last(self) -> dict[str, Any]:
         assert self.received, "the function never answered CloudFormation"
         return dict(self.received[-1]["body"])
+
+
+# The database roles the stack makes, by the slot name of their secrets.
+ROLES = {"App": "sessionvault_app", "Admin": "sessionvault_admin", "Maint": "sessionvault_maint"}
+
+# The Database resource's properties and the migrate function's environment variables that
+# carry the same values (template.yaml sets both from the same parameters).
+SETTINGS = {
+    "OwnerSecret": "SESSIONVAULT_OWNER_SECRET",
+    "Host": "SESSIONVAULT_OWNER_HOST",
+    "Port": "SESSIONVAULT_OWNER_PORT",
+    "DbName": "SESSIONVAULT_OWNER_DBNAME",
+    "PooledHost": "SESSIONVAULT_POOLED_HOST",
+    "DatabaseCaBundle": "SESSIONVAULT_OWNER_SSLROOTCERT",
+    "AppRoleSecret": "SESSIONVAULT_APP_ROLE_SECRET",
+    "AdminRoleSecret": "SESSIONVAULT_ADMIN_ROLE_SECRET",
+    "MaintRoleSecret": "SESSIONVAULT_MAINT_ROLE_SECRET",
+    "AppDatabaseUrlSecret": "SESSIONVAULT_APP_DATABASE_URL_SECRET",
+    "AdminDatabaseUrlSecret": "SESSIONVAULT_ADMIN_DATABASE_URL_SECRET",
+    "MaintDatabaseUrlSecret": "SESSIONVAULT_MAINT_DATABASE_URL_SECRET",
+}

@@ -27,7 +27,7 @@ from sessionvault.local.hook.capture.hook import SEND_TIMEOUT_S, checkpoint_args
 from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.hook.repo import current_repo
 from sessionvault.local.host import target
-from sessionvault.local.remote import api_client
+from sessionvault.local.remote import batch_import
 from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.names import KEY_ENV
 
@@ -195,7 +195,7 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
         return 0
     clean = [scrub(record)[0] for record in records]
     print(f"{name}: {len(clean)} record(s) from {path}", file=sys.stderr)
-    return _send(args, api_client.as_export(clean, FORMAT), str(path))
+    return _send(args, batch_import.as_export(clean, FORMAT), str(path))
 
 
 def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
@@ -203,7 +203,7 @@ def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
     from sessionvault.service.portability import FORMAT
 
     api = api_for(args.url, args.key)
-    done = api_client.import_lines(
+    done = batch_import.import_lines(
         api,
         lines,
         format_name=FORMAT,

@@ -7,7 +7,7 @@ import argparse
 import os
 
 from sessionvault.local.config import SERVER_URL_HELP
-from sessionvault.local.remote.api_client import Api
+from sessionvault.local.remote.transport import Api
 from sessionvault.names import KEY_ENV
 
 

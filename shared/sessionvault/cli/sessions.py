@@ -21,6 +21,7 @@ from sessionvault.errors import ConfigError, ValidationFailed
 from sessionvault.local.data import export_files
 from sessionvault.local.data import readable as diff
 from sessionvault.local.remote import api_client as client
+from sessionvault.local.remote.answers import Listing
 
 LIST_PAGE = 100  # the API's largest page
 
@@ -28,7 +29,7 @@ LIST_PAGE = 100  # the API's largest page
 # --------------------------------------------------------------------------- shared pieces
 
 
-def _note(entry: client.Listing) -> str:
+def _note(entry: Listing) -> str:
     notes = []
     if "handoff" in entry:
         notes.append(f"handoff {entry['handoff']['state']}")
@@ -42,7 +43,7 @@ def _note(entry: client.Listing) -> str:
 
 def cmd_list(args: argparse.Namespace) -> int:
     api = api_for(args.url, args.key)
-    shown: list[client.Listing] = []
+    shown: list[Listing] = []
     cursor, more = "", ""
     while True:
         want = LIST_PAGE if args.all else min(LIST_PAGE, args.limit - len(shown))

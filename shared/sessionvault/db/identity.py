@@ -9,15 +9,14 @@ from typing import Any
 
 import psycopg.errors
 
-from sessionvault.core import apikeys
-from sessionvault.core.keys import KeyProvider, WrappedKey
+from sessionvault.core.keys import WrappedKey
 from sessionvault.db.pool import Connection, Database
 from sessionvault.errors import AccountError
 
 Row = dict[str, Any]
 
 
-def _is_uuid(value: str) -> bool:
+def is_uuid(value: str) -> bool:
     try:
         uuid.UUID(value)
     except ValueError:
@@ -25,11 +24,8 @@ def _is_uuid(value: str) -> bool:
     return True
 
 
-def create_user(db: Database, provider: KeyProvider, name: str) -> str:
-    if _is_uuid(name):  # a name that reads as an id would make lookups ambiguous
-        raise AccountError("a user name cannot be a UUID; pick a name such as alice")
-    user_id = str(uuid.uuid4())
-    _dek, wrapped = provider.generate_data_key(user_id)
+def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey) -> None:
+    """A new user row with its wrapped data key; AccountError when the name is taken."""
     try:
         with db.identity() as conn:
             conn.execute(
@@ -38,12 +34,11 @@ def create_user(db: Database, provider: KeyProvider, name: str) -> str:
             )
     except psycopg.errors.UniqueViolation:
         raise AccountError(f"a user named {name!r} already exists") from None
-    return user_id
 
 
 def resolve_user(db: Database, user: str) -> str:
     """A user id from an id (anything that parses as a UUID) or else a name: never both."""
-    column = "id" if _is_uuid(user) else "name"
+    column = "id" if is_uuid(user) else "name"
     with db.identity() as conn:
         row = conn.execute(f"SELECT id FROM users WHERE {column}::text = %s", (user,)).fetchone()
     if row is None:
@@ -79,17 +74,15 @@ def rewrap(db: Database, user_id: str, old_key_id: str, new: WrappedKey) -> int:
         ).rowcount
 
 
-def create_key(
-    db: Database, user_id: str, label: str = "", scopes: tuple[str, ...] = apikeys.DEFAULT_SCOPES
-) -> tuple[str, str]:
-    """A new key for the user: returns (the key, shown once; its display prefix)."""
-    key = apikeys.generate()
+def insert_key(
+    db: Database, user_id: str, key_hash: bytes, prefix: str, label: str, scopes: tuple[str, ...]
+) -> None:
+    """A new API key row: its SHA-256 and display prefix only, never the key."""
     with db.identity() as conn:
         conn.execute(
             "INSERT INTO api_keys (user_id, key_hash, key_prefix, label, scopes) VALUES (%s, %s, %s, %s, %s)",
-            (user_id, apikeys.digest(key), apikeys.display_prefix(key), label, list(scopes)),
+            (user_id, key_hash, prefix, label, list(scopes)),
         )
-    return key, apikeys.display_prefix(key)
 
 
 def list_users(db: Database) -> list[Row]:
@@ -123,17 +116,10 @@ def list_keys(db: Database, user_id: str | None = None) -> list[Row]:
         ).fetchall()
 
 
-def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> int:
-    """Revoke one live key, named by the whole key or its 12-character prefix (optionally
-    within one user). A prefix is only 24 random bits: if it matches several keys, nothing is
-    revoked and the caller is asked to be precise. Returns how many were revoked (0 or 1)."""
-    value: bytes | str
-    if apikeys.looks_like_key(key_or_prefix):
-        match, value = "key_hash = %(value)s", apikeys.digest(key_or_prefix)
-    elif len(key_or_prefix) >= apikeys.PREFIX_CHARS:
-        match, value = "key_prefix = %(value)s", key_or_prefix[: apikeys.PREFIX_CHARS]
-    else:
-        raise AccountError("give the key or its first 12 characters, e.g. sv_live_a1b2")
+def revoke_matching(db: Database, column: str, value: bytes | str, user_id: str | None, shown: str) -> int:
+    """Revoke the one live key whose `column` (key_hash or key_prefix) is `value` (optionally
+    within one user); several matches revoke nothing (AccountError naming `shown`)."""
+    match = {"key_hash": "key_hash = %(value)s", "key_prefix": "key_prefix = %(value)s"}[column]
     with db.identity() as conn:
         live = conn.execute(
             f"SELECT id FROM api_keys WHERE revoked_at IS NULL AND {match}"  # match: one of two literals
@@ -141,9 +127,7 @@ def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> 
             {"value": value, "user_id": user_id},
         ).fetchall()
         if len(live) > 1:
-            raise AccountError(
-                f"{len(live)} keys start with {key_or_prefix[:12]}: give the whole key or the user"
-            )
+            raise AccountError(f"{len(live)} keys start with {shown}: give the whole key or the user")
         for row in live:
             conn.execute("UPDATE api_keys SET revoked_at = now() WHERE id = %s", (row["id"],))
         return len(live)

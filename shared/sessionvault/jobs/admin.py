@@ -20,6 +20,7 @@ from sessionvault.db import audit, identity
 from sessionvault.errors import AccountError, ErrorClass
 from sessionvault.jobs import rekey, rotation
 from sessionvault.runtime import Runtime
+from sessionvault.service import accounts
 
 Event = dict[str, Any]
 Run = Callable[[Runtime, Event], dict[str, Any]]
@@ -100,7 +101,7 @@ def _stamps(row: dict[str, Any], *names: str) -> dict[str, Any]:
 def create_user(rt: Runtime, event: Event) -> dict[str, Any]:
     if not event.get("name"):
         raise AccountError("create_user needs name")
-    return {"user_id": identity.create_user(rt.db, rt.keys.provider, str(event["name"]))}
+    return {"user_id": accounts.create_user(rt.db, rt.keys.provider, str(event["name"]))}
 
 
 @action()
@@ -117,7 +118,7 @@ def list_users(rt: Runtime, event: Event) -> dict[str, Any]:
 @action(USER, "label", "scopes")
 def create_key(rt: Runtime, event: Event) -> dict[str, Any]:
     user_id, scopes = _user(rt, event), apikeys.parse_scopes(_scopes(event.get("scopes")))
-    key, prefix = identity.create_key(rt.db, user_id, str(event.get("label", "")), scopes)
+    key, prefix = accounts.create_key(rt.db, user_id, str(event.get("label", "")), scopes)
     return {
         "key": key,
         "prefix": prefix,
@@ -146,7 +147,7 @@ def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
 def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
     user = _user(rt, event) if _named_user(event) else None
     named = str(event.get("prefix", ""))
-    revoked = identity.revoke_key(rt.db, named, user)
+    revoked = accounts.revoke_key(rt.db, named, user)
     return {"revoked": revoked, "prefix": apikeys.display_prefix(named), "user_id": user}
 
 

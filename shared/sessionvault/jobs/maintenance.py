@@ -13,8 +13,9 @@ from sessionvault.core.keys import WrappedKey
 from sessionvault.db import admission, audit, backfill, identity, oauth
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
+from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record
-from sessionvault.service.vault import Principal, embedding_text
+from sessionvault.service.vault import embedding_text
 
 log = logging.getLogger(__name__)
 

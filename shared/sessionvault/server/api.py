@@ -22,11 +22,11 @@ from starlette.types import Receive, Scope, Send
 
 from sessionvault.core import records
 from sessionvault.core.apikeys import scope_hint
-from sessionvault.db import handoffs
 from sessionvault.errors import ErrorClass, NotFound, Refused, ValidationFailed, VaultError
 from sessionvault.server.edge import read_body, respond
-from sessionvault.service import portability
-from sessionvault.service.vault import Principal, Vault
+from sessionvault.service import account, portability
+from sessionvault.service.principal import Principal
+from sessionvault.service.vault import Vault
 
 PREFIX = "/api/v1"
 BODY_TYPE = "application/x-ndjson"  # what POST /import takes: an export, as /export gives it
@@ -36,31 +36,23 @@ JSON_HEADERS = {"Cache-Control": "no-store"}
 STATUS = {"validation": 400, "scope": 403, "quota": 409, "provider": 503, "db": 503, "timeout": 503}
 
 
+Handler = Callable[[Vault, Principal, dict[str, str]], dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Route:
     method: str
     path: str
     scope: str  # what the key must allow, as for the MCP tool that does the same
     tool: str  # the name in the audit trail and the log
-    # Its answer may be held until its admission, riding on its transaction, decides
-    # (server/admission/riding.py): one flight. Not an export (a stream) nor an import (a body).
-    holdable: bool = True
+    # What answers it, off the event loop; None for the export (a stream) and the import (a
+    # body), which the Api handles itself. A route with a handler may have its answer held
+    # until its admission, riding on its transaction, decides (admission/riding.py): one flight.
+    run: Handler | None = None
 
-
-ROUTES = {
-    (r.method, r.path): r
-    for r in (
-        Route("GET", "/sessions", "read", "api/sessions.list"),
-        Route("GET", "/session", "read", "api/session.get"),
-        Route("GET", "/session/versions", "read", "api/session.versions"),
-        Route("DELETE", "/session", "delete", "api/session.delete"),
-        Route("GET", "/search", "read", "api/search"),
-        Route("GET", "/handoffs", "read", "api/handoffs.list"),
-        Route("GET", "/export", "read", "api/export", holdable=False),
-        Route("POST", "/import", "write", "api/import", holdable=False),
-    )
-}
-PATHS = frozenset(path for _, path in ROUTES)
+    @property
+    def holdable(self) -> bool:
+        return self.run is not None
 
 
 def route_of(method: str, path: str) -> Route | None:
@@ -106,9 +98,8 @@ class Api:
                 body = await read_body(receive, MAX_IMPORT_BYTES)
                 out = await anyio.to_thread.run_sync(self._import, who, body, query)
             else:
-                out = await anyio.to_thread.run_sync(
-                    HANDLERS[route.path, route.method], self.vault, who, query
-                )
+                assert route.run is not None  # every other route has its handler
+                out = await anyio.to_thread.run_sync(route.run, self.vault, who, query)
         except VaultError as exc:
             status = 404 if isinstance(exc, NotFound) else STATUS.get(exc.error_class, 400)
             await respond(send, status, error_body(exc.error_class, str(exc)), JSON_HEADERS)
@@ -198,14 +189,8 @@ def _search(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
 
 def _handoffs(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     repo = records.parse(records.ListArgs, {"repo": q.get("repo", "")}).repo
-    state = q.get("state", "")
-    rows = handoffs.offers(vault.db, who.user_id, repo, min(_int(q, "limit", 50), 200))
-    listed = []
-    for row in rows:
-        offered = portability.offer_of(row)
-        if not state or offered["state"] == state:
-            listed.append(offered)
-    return {"handoffs": listed}
+    limit = min(_int(q, "limit", 50), 200)
+    return {"handoffs": account.offers(vault.db, who.user_id, repo, q.get("state", ""), limit)}
 
 
 def _name(q: dict[str, str]) -> str:
@@ -215,11 +200,18 @@ def _name(q: dict[str, str]) -> str:
     return name
 
 
-HANDLERS: dict[tuple[str, str], Callable[[Vault, Principal, dict[str, str]], dict[str, Any]]] = {
-    ("/sessions", "GET"): _list,
-    ("/session", "GET"): _get,
-    ("/session/versions", "GET"): _versions,
-    ("/session", "DELETE"): _delete,
-    ("/search", "GET"): _search,
-    ("/handoffs", "GET"): _handoffs,
+# The one route table: method and path -> what the key must allow, the audit name, the handler.
+ROUTES = {
+    (r.method, r.path): r
+    for r in (
+        Route("GET", "/sessions", "read", "api/sessions.list", _list),
+        Route("GET", "/session", "read", "api/session.get", _get),
+        Route("GET", "/session/versions", "read", "api/session.versions", _versions),
+        Route("DELETE", "/session", "delete", "api/session.delete", _delete),
+        Route("GET", "/search", "read", "api/search", _search),
+        Route("GET", "/handoffs", "read", "api/handoffs.list", _handoffs),
+        Route("GET", "/export", "read", "api/export"),
+        Route("POST", "/import", "write", "api/import"),
+    )
 }
+PATHS = frozenset(path for _, path in ROUTES)

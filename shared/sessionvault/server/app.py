@@ -49,7 +49,7 @@ from sessionvault.server.mcp.endpoint import McpEndpoint
 from sessionvault.server.oauth import endpoints as oauth_server
 from sessionvault.server.oauth.consent import Consent, error_page, page_headers
 from sessionvault.server.web import views as web
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 INTERNAL = json.dumps({"error": "internal error"}).encode()
 NOT_FOUND = json.dumps({"error": "not found"}).encode()
@@ -197,12 +197,8 @@ class SessionVaultApp:
             log.error_class = failed or None
             log.status = answer.status
 
-        if route.holdable:  # its admission may ride on its transaction, its answer held meanwhile
-            base = oauth_server.base_url(self.rt.settings, headers)
-            call = self.admitter.ride(headers.get("authorization"), route.scope, log, base)
-            if call is not None and await riding.ridden(self.admitter, call, run, send, log, base):
-                return
-        await run(await riding.admitted(self.admitter, headers, "tool", log), send)
+        holdable = route.scope if route.holdable else None  # its answer can be held meanwhile
+        await riding.ride_or_admit(self.admitter, headers, holdable, "tool", run, send, log)
 
     async def _serve_web(
         self,

@@ -29,8 +29,9 @@ from sessionvault.core.records import SaveArgs, parse
 from sessionvault.db import sessions as store
 from sessionvault.errors import ValidationFailed
 from sessionvault.service import handoff
+from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record
-from sessionvault.service.vault import Principal, Vault
+from sessionvault.service.vault import Vault
 
 FORMAT = "sessionvault-export/1"
 # The fields of a stored record that a save takes back (saved_at is the server's own stamp).

@@ -26,7 +26,8 @@ from sessionvault.db import deletes
 from sessionvault.errors import ValidationFailed
 
 if TYPE_CHECKING:
-    from sessionvault.service.vault import Principal, Vault
+    from sessionvault.service.principal import Principal
+    from sessionvault.service.vault import Vault
 
 PHRASE = "I CONFIRM DELETE ALL"
 TOKEN_TTL_S = 300

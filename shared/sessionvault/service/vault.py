@@ -3,15 +3,13 @@ Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Pri
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sessionvault.core import crypto, framing
-from sessionvault.core.apikeys import SCOPES, scope_hint
+from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import (
     AUTO_HISTORY,
@@ -22,7 +20,7 @@ from sessionvault.core.checkpoints import (
 )
 from sessionvault.core.cursor import decode_cursor, encode_cursor
 from sessionvault.core.embedding.providers import Embedder
-from sessionvault.core.keys import DekCache, WrappedKey
+from sessionvault.core.keys import DekCache
 from sessionvault.core.records import (
     MAX_NAME,
     MAX_REPO,
@@ -40,7 +38,8 @@ from sessionvault.db import deletes, handoffs, saves, search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
-from sessionvault.service import handoff, sealing
+from sessionvault.service import answers, handoff, sealing
+from sessionvault.service.principal import Principal
 
 RELATED_LIMIT = 5
 # What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
@@ -48,20 +47,6 @@ RELATED_LIMIT = 5
 FRAME_CHARS = framing.overhead()
 # What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
 LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
-
-
-@dataclass(frozen=True)
-class Principal:
-    """Who is calling, as established by the API key. Nothing a caller sends can change it."""
-
-    user_id: str
-    wrapped_dek: WrappedKey
-    # What the key may do: read (load, list, search), write (save, claim a handoff), delete.
-    # Internal callers (jobs, tests) act for the user with every scope; the server passes the key's.
-    scopes: frozenset[str] = frozenset(SCOPES)
-    # Which credential this is, for the record of who claimed a handoff: the API key's display
-    # prefix, or "oauth"; "" for internal callers.
-    credential: str = ""
 
 
 def embedding_text(record: Mapping[str, Any]) -> str:
@@ -182,7 +167,7 @@ class Vault:
             row = store.get_latest_for_repo(self.db, who.user_id, args.repo, args.client)
         if row is None:
             kept = store.versions_of(self.db, who.user_id, args.name) if args.version else None
-            return _not_found(args, kept)
+            return answers.not_found(args, kept)
         record = sealing.open_record(dek, who.user_id, row)
         out: dict[str, Any] = {
             "notice": framing.RESULT_NOTICE,
@@ -219,7 +204,7 @@ class Vault:
         hits = search.related(
             self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
-        return [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits]
+        return [answers.hit(sealing.open_record(dek, who.user_id, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         query = args.query
@@ -238,7 +223,9 @@ class Vault:
             self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
         )
         return pack(
-            [_hit(sealing.open_record(dek, who.user_id, h), h) for h in hits], args.max_tokens, FRAME_CHARS
+            [answers.hit(sealing.open_record(dek, who.user_id, h), h) for h in hits],
+            args.max_tokens,
+            FRAME_CHARS,
         )
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
@@ -246,7 +233,7 @@ class Vault:
         rows = store.page(self.db, who.user_id, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
         dek = self._dek(who) if shown else b""
-        sessions = [_listed(dek, who.user_id, r) for r in shown]
+        sessions = [answers.listed(dek, who.user_id, r) for r in shown]
         more = len(rows) > args.limit
         return {
             "sessions": sessions,
@@ -258,56 +245,3 @@ class Vault:
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}
-
-
-def _listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
-    the database (or saved before MACs existed) lists with its client and preview withheld."""
-    # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
-    # that spelling apart from the canonical `repo` they are listed and found under.
-    head = saves.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
-    expected = sealing.head_mac(dek, user_id, row, head)
-    trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
-    entry = {
-        "name": row["name"],
-        "repo": row["repo"],
-        "preview": row["preview"] if trusted else "",
-        "version": row["version"],
-        "client": row["client"] if trusted else "",
-        "updated_at": store.iso(row["updated_at"]),
-    }
-    if not trusted:
-        entry["unverified"] = True  # load_session gives the authenticated record
-    if is_automatic(row["name"]):
-        entry["automatic"] = True
-    offered = handoff.state_of(row)
-    if offered is not None:
-        entry["handoff"] = offered
-    return entry
-
-
-def _hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "name": hit["name"],
-        "repo": hit["repo"],
-        "score": round(1.0 - float(hit["distance"]), 4),
-        "version": hit["version"],
-        "saved_at": record["saved_at"],
-        "summary": record["summary"],
-    }
-
-
-def _not_found(args: LoadArgs, kept: list[int] | None = None) -> dict[str, Any]:
-    """Why a load found nothing; `kept`: the versions the named session still has, if it exists."""
-    if kept:
-        shown = ", ".join(map(str, kept[:5])) + (", ..." if len(kept) > 5 else "")
-        older = " (older versions are pruned)" if args.version < kept[-1] else ""
-        hint = f"session {args.name!r} has no version {args.version}{older}; it keeps versions {shown}"
-        return {"found": False, "versions": kept, "hint": hint}
-    if args.name:
-        what = f"no session named {args.name!r}"
-        if args.version:
-            what += f" at version {args.version}"
-    else:
-        what = f"no session for repo {args.repo!r}" if args.repo else "no sessions saved yet"
-    return {"found": False, "hint": what + "; call list_sessions to see what is saved"}

@@ -15,7 +15,7 @@ from typing import Any
 
 from sessionvault.errors import DeployFailed
 from sessionvault.local.deploy.runner import Shell
-from sessionvault.local.setup.doctor import Check
+from sessionvault.local.setup.checks import Check
 
 TEMPLATE = "template.yaml"
 RUNTIME = "python3.12"  # sam build's pip workflow runs the functions' runtime on this machine

@@ -106,13 +106,14 @@ def ensure_user(rt: Runtime, name: str, label: str) -> str | None:
     """Create the user with one key unless it exists; the new key (shown once), else None."""
     from sessionvault.db import identity
     from sessionvault.errors import AccountError
+    from sessionvault.service import accounts
 
     try:
         identity.resolve_user(rt.db, name)
         return None
     except AccountError:
-        user_id = identity.create_user(rt.db, rt.keys.provider, name)
-    return identity.create_key(rt.db, user_id, label, ("read", "write", "delete"))[0]
+        user_id = accounts.create_user(rt.db, rt.keys.provider, name)
+    return accounts.create_key(rt.db, user_id, label, ("read", "write", "delete"))[0]
 
 
 # ---------------------------------------------------------------- the deployed server

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
@@ -17,25 +16,14 @@ from urllib.parse import urlsplit, urlunsplit
 from sessionvault.errors import ConfigFileError
 from sessionvault.local import config
 from sessionvault.local.config import Config
-from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.host import target
 from sessionvault.local.remote import rpc
-from sessionvault.local.setup import command, files, hooks, registry
+from sessionvault.local.setup import files, registry
+from sessionvault.local.setup.checks import Check, check_command, shown
+from sessionvault.local.setup.doctor_hooks import check_hooks, check_spool
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, HOME_ENV, KEY_ENV, SERVER_NAME, URL_ENV
 
 TIMEOUT_S = 3.0
-HOOK_PROBE = ["hook", "session-start", "--help"]  # quick: no network, exits 0
-
-
-@dataclass(frozen=True)
-class Check:
-    ok: bool | None  # None: a tip, not a problem
-    text: str
-    fix: str | None = None  # the one command that fixes it
-
-    def lines(self) -> list[str]:
-        mark = {True: "✓", False: "✗", None: "·"}[self.ok]
-        return [f"{mark} {self.text}"] + ([f"    fix: {self.fix}"] if self.fix else [])
 
 
 def health_url(url: str) -> str:
@@ -52,10 +40,6 @@ def _same_url(a: Any, b: str) -> bool:
 def _with_url(command: str, url: str, default: str = DEFAULT_URL) -> str:
     """`command`, with --url unless `url` is what the command resolves by itself."""
     return command if url == default else f"{command} --url {url}"
-
-
-def _shown(path: Path, home: Path) -> str:
-    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
 def check_state(cfg: Config) -> list[Check]:
@@ -142,27 +126,6 @@ def _entry_argv(entry: Mapping[str, Any]) -> list[str] | None:
     return [program, *(str(a) for a in args[: args.index("bridge")])]
 
 
-def check_command(argv: list[str] | None, sub: list[str], what: str, fix: str) -> list[Check]:
-    """Does the `sessionvault` a client will run resolve, and does it run? A bare name that
-    resolves only here is a tip: the client may start with another PATH."""
-    if not argv:
-        return [Check(False, f"{what} is not a sessionvault command", fix)]
-    probe = command.probe([*argv, *sub])
-    if not probe.ok:
-        return [Check(False, f"{what} does not run: {probe.detail}", fix)]
-    shown = " ".join(argv)
-    if os.sep not in argv[0]:
-        return [
-            Check(True, f"{what} `{shown}` runs here"),
-            Check(
-                None,
-                f"{what} is a bare `{argv[0]}`: a client started with another PATH "
-                f"will not find it; pin the absolute path ({fix})",
-            ),
-        ]
-    return [Check(True, f"{what} `{shown}` runs")]
-
-
 def check_clients(
     url: str, *, home: Path, cwd: Path, default: str = DEFAULT_URL
 ) -> tuple[list[Check], set[str]]:
@@ -173,14 +136,14 @@ def check_clients(
     missing: list[str] = []
     for name, spec in registry.CLIENTS.items():
         path = registry.config_path(name, home=home, cwd=cwd)
-        shown = _shown(path, home)
+        where = shown(path, home)
         if not path.exists():
             missing.append(name)
             continue
         try:
             data = files.read(path, spec.fmt)
         except (OSError, ConfigFileError) as exc:
-            out.append(Check(False, f"{spec.title}: {shown} does not parse ({exc})", f"$EDITOR {path}"))
+            out.append(Check(False, f"{spec.title}: {where} does not parse ({exc})", f"$EDITOR {path}"))
             continue
         servers = data.get(spec.container)
         entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
@@ -191,9 +154,9 @@ def check_clients(
         got = _entry_url(spec, entry)
         fix = _with_url(f"sessionvault connect {name} --apply", url, default)
         if _same_url(got, url):
-            out.append(Check(True, f"{spec.title}: {shown} -> {url}"))
+            out.append(Check(True, f"{spec.title}: {where} -> {url}"))
         else:
-            out.append(Check(False, f"{spec.title}: {shown} points to {got or 'no URL'}, not {url}", fix))
+            out.append(Check(False, f"{spec.title}: {where} points to {got or 'no URL'}, not {url}", fix))
         if spec.url_key is None:  # a stdio entry: the client starts this command itself
             out.extend(
                 check_command(
@@ -213,56 +176,6 @@ def check_clients(
             Check(None, f"not configured: {', '.join(missing)} (sessionvault connect <client> --apply)")
         )
     return out, configured
-
-
-def check_hooks(configured: set[str], *, home: Path, cwd: Path) -> list[Check]:
-    """Hooks are optional: a configured client without one gets a tip, not a failure."""
-    out = []
-    for name, spec in hooks.HOOK_CLIENTS.items():
-        shown = _shown(spec.path(home, cwd), home)
-        installed = hooks.installed_commands(name, home=home, cwd=cwd)
-        if installed:
-            trust = " (trust it once with /hooks in Codex)" if name == "codex" else ""
-            out.append(Check(True, f"{spec.title}: session-start hook installed in {shown}{trust}"))
-            fix = f"sessionvault connect {name} --hooks"
-            for line in installed:
-                out.extend(
-                    check_command(hooks.hook_argv(line), HOOK_PROBE, f"{spec.title}: the hook command", fix)
-                )
-            out.extend(_checkpoint_hooks(name, spec.title, spec.end_events, home=home, cwd=cwd))
-        elif name in configured:
-            out.append(
-                Check(
-                    None,
-                    f"{spec.title}: no session-start hook, so the last session is not loaded "
-                    f"automatically (sessionvault connect {name} --apply --hooks)",
-                )
-            )
-    return out
-
-
-def _checkpoint_hooks(
-    name: str, title: str, events: Mapping[str, object], *, home: Path, cwd: Path
-) -> list[Check]:
-    """Whether the end-of-work hooks that save automatic checkpoints are there (a tip if not)."""
-    if not events:
-        return []
-    have = hooks.checkpoint_events(name, home=home, cwd=cwd)
-    if set(have) == set(events):
-        return [Check(True, f"{title}: automatic checkpoints on {', '.join(have)}")]
-    return [
-        Check(None, f"{title}: no automatic checkpoints when work ends (sessionvault connect {name} --hooks)")
-    ]
-
-
-def check_spool(state: Path) -> list[Check]:
-    """Checkpoints saved on this machine but not yet on the server (it was unreachable)."""
-    waiting = len(list(Spool(state).entries()))
-    if not waiting:
-        return []
-    return [
-        Check(None, f"{waiting} automatic checkpoint(s) waiting in {state / 'spool'}: sent by the next hook")
-    ]
 
 
 def run_checks(

@@ -24,7 +24,7 @@ from sessionvault.db.audit import salted_hash
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server.edge import UNAUTHORIZED
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 from sessionvault.telemetry import RequestLog
 
 

@@ -20,10 +20,31 @@ from sessionvault.errors import Refused
 from sessionvault.server.admission import admitter as auth
 from sessionvault.server.edge import UNAVAILABLE
 from sessionvault.server.oauth import endpoints as oauth_server
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
 Run = Callable[[Principal, Send], Awaitable[None]]  # the call, as this Principal, answering to this send
+
+
+async def ride_or_admit(
+    admitter: auth.Admitter,
+    headers: dict[str, str],
+    scope_needed: str | None,
+    budget: Budget,
+    run: Run,
+    send: Send,
+    log: telemetry.RequestLog,
+) -> None:
+    """The one admission flow of /mcp and the HTTP API: a call that needs `scope_needed` rides
+    on its own transaction when this instance admitted its credential lately (one flight);
+    every other call, and one whose held Principal went stale, is admitted in a flight of its
+    own first. `scope_needed` None: never rides (protocol messages, streams, bodies)."""
+    if scope_needed is not None:
+        base = oauth_server.base_url(admitter.rt.settings, headers)
+        call = admitter.ride(headers.get("authorization"), scope_needed, log, base)
+        if call is not None and await ridden(admitter, call, run, send, log, base):
+            return
+    await run(await admitted(admitter, headers, budget, log), send)
 
 
 async def ridden(

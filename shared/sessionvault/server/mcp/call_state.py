@@ -12,7 +12,7 @@ from typing import Any
 from mcp.server.apps import client_supports_apps
 
 from sessionvault.errors import ErrorClass
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 
 @dataclass

@@ -19,8 +19,7 @@ from sessionvault.server.edge import answered_with_error, budget_of, method_of, 
 from sessionvault.server.mcp.call_state import CallState, current_call
 from sessionvault.server.mcp.host import ManagerPerLoop, mcp_errors_only
 from sessionvault.server.mcp.tools import TOOL_NAMES, build_server, scope_of
-from sessionvault.server.oauth import endpoints as oauth_server
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 
 class McpEndpoint:
@@ -62,17 +61,11 @@ class McpEndpoint:
         log.tool = method_of(payload, TOOL_NAMES)
         budget = budget_of(payload)
         scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
-        if scope_needed is not None:
-            base = oauth_server.base_url(self.rt.settings, headers)
-            call = self.admitter.ride(headers.get("authorization"), scope_needed, log, base)
 
-            async def run(who: Principal, out: Send) -> None:
-                await self._call(who, scope, body, receive, out, log)
+        async def run(who: Principal, out: Send) -> None:
+            await self._call(who, scope, body, receive, out, log)
 
-            if call is not None and await riding.ridden(self.admitter, call, run, send, log, base):
-                return
-        who = await riding.admitted(self.admitter, headers, budget, log)
-        await self._call(who, scope, body, receive, send, log)
+        await riding.ride_or_admit(self.admitter, headers, scope_needed, budget, run, send, log)
 
     async def _call(
         self,

@@ -21,7 +21,8 @@ from sessionvault.core import framing, records
 from sessionvault.errors import VaultError
 from sessionvault.server.mcp import app_view
 from sessionvault.server.mcp.call_state import apps_declared, current_call
-from sessionvault.service.vault import Principal, Vault
+from sessionvault.service.principal import Principal
+from sessionvault.service.vault import Vault
 
 SCHEME = "sessionvault://sessions/"
 TEMPLATE = SCHEME + "{name}"

@@ -26,7 +26,8 @@ from sessionvault.server.mcp import app_view, prompts, resources
 from sessionvault.server.mcp.call_state import apps_declared, current_call
 from sessionvault.server.mcp.schema import compact_schema
 from sessionvault.service import purge
-from sessionvault.service.vault import Principal, Vault
+from sessionvault.service.principal import Principal
+from sessionvault.service.vault import Vault
 
 log = logging.getLogger(__name__)
 

@@ -48,12 +48,8 @@ from sessionvault.runtime import Runtime
 from sessionvault.server.admission import guard
 from sessionvault.server.edge import read_body, replaying
 from sessionvault.server.oauth import cimd, consent
-from sessionvault.server.oauth.provider import (
-    AUTH_METHODS,
-    HashedSecretAuthenticator,
-    Provider,
-    basic_credentials,
-)
+from sessionvault.server.oauth.client_auth import HashedSecretAuthenticator, basic_credentials
+from sessionvault.server.oauth.provider import AUTH_METHODS, Provider
 from sessionvault.settings import Settings
 from sessionvault.telemetry import RequestLog
 

@@ -13,7 +13,7 @@ from starlette.types import Scope
 
 from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.pages.layout import Chrome
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 from sessionvault.telemetry import RequestLog
 
 

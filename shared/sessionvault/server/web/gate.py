@@ -20,7 +20,7 @@ from sessionvault.server.web.call import Call, SignedIn
 from sessionvault.server.web.pages.layout import Chrome, link, message
 from sessionvault.server.web.pages.signin import signin
 from sessionvault.server.web.responses import redirect, refusal, send_html
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 EXPIRED_FORM = "This form has expired or was not sent from this page. Go back, reload it and try again."
 ENDED = "Your sign-in has ended (it lasts 30 minutes, or the key is no longer accepted). Sign in again."

@@ -13,7 +13,7 @@ from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
 from pydantic import AnyUrl
 
 from sessionvault.db import oauth as store
-from sessionvault.server.oauth import consent
+from sessionvault.server.oauth import client_auth, consent
 from sessionvault.server.oauth import endpoints as server
 from sessionvault.server.oauth import provider as oauth_provider
 from sessionvault.settings import Settings
@@ -143,7 +143,7 @@ def test_the_consent_page_names_where_a_metadata_document_client_describes_itsel
     ],
 )
 def test_basic_credentials_are_read_as_rfc_6749_encodes_them(header, expected):
-    assert oauth_provider.basic_credentials(header) == expected
+    assert client_auth.basic_credentials(header) == expected
 
 
 def test_metadata_documents_are_advertised_only_when_taken() -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from sessionvault.local.hook.capture import claude_code, codex, gemini, opencode, qwen
+from sessionvault.local.hook.capture import claude_code, codex, codex_sessions, gemini, opencode, qwen
 from sessionvault.local.hook.capture.transcript import Transcript
 
 # What `locate` finds and `read` takes: a session file, or for OpenCode its database and an id.
@@ -25,7 +25,10 @@ class Reader(Generic[S]):
 
 READERS: dict[str, Reader[Any]] = {
     "claude-code": Reader(claude_code.read, lambda home, cwd, sid: claude_code.locate(home, cwd, sid)),
-    "codex": Reader(codex.read, lambda home, cwd, sid: codex.locate(home, cwd, sid, codex.codex_home(home))),
+    "codex": Reader(
+        codex.read,
+        lambda home, cwd, sid: codex_sessions.locate(home, cwd, sid, codex_sessions.codex_home(home)),
+    ),
     "gemini": Reader(gemini.read, gemini.locate),
     "qwen": Reader(qwen.read, qwen.locate),
     "opencode": Reader(

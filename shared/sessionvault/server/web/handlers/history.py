@@ -9,15 +9,13 @@ from typing import Any
 
 from starlette.types import Send
 
-from sessionvault.db import handoffs
-from sessionvault.db import web as store
 from sessionvault.server.web.call import Call, run
 from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages.activity import activity
 from sessionvault.server.web.pages.handoffs import handoffs as offers_page
 from sessionvault.server.web.pages.layout import Chrome
 from sessionvault.server.web.responses import send_page
-from sessionvault.service import portability
+from sessionvault.service import account
 
 OFFERS = 200
 ACTIVITY_ROWS = 100
@@ -31,14 +29,14 @@ async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
         call,
         send,
         "handoffs",
-        lambda user: handoffs.offers(gate.rt.db, user, "", OFFERS),
-        lambda chrome, rows: offers_page(chrome, [portability.offer_of(r) for r in rows]),
+        lambda user: account.offers(gate.rt.db, user, limit=OFFERS),
+        offers_page,
     )
 
 
 async def activity_page(gate: Gate, call: Call, send: Send) -> None:
     await _rows_page(
-        gate, call, send, "activity", lambda user: store.activity(gate.rt.db, user, ACTIVITY_ROWS), activity
+        gate, call, send, "activity", lambda user: account.activity(gate.rt.db, user, ACTIVITY_ROWS), activity
     )
 
 

@@ -16,7 +16,7 @@ from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import listing
 from sessionvault.server.web.pages.layout import link
 from sessionvault.server.web.responses import send_page
-from sessionvault.service.vault import Principal
+from sessionvault.service.principal import Principal
 
 LISTED = 100  # sessions a page lists (older ones: the next page)
 SEARCHED = 20

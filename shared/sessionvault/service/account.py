@@ -1,0 +1,37 @@
+"""The account as its owner sees it beyond the sessions themselves: the handoffs it offered
+(each with its state as the tools report it), its API keys and revoking one (the web view),
+and its recent activity. The HTTP API and the web view read these here, never from `db`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessionvault.db import handoffs
+from sessionvault.db import web as store
+from sessionvault.db.pool import Database
+from sessionvault.db.web import Revoked
+from sessionvault.service import portability
+
+Row = dict[str, Any]
+
+
+def offers(db: Database, user_id: str, repo: str = "", state: str = "", limit: int = 50) -> list[Row]:
+    """The newest `limit` offers (of `repo`, '' = every repo), as an export shows them; only
+    those in `state` (open, accepted, expired, superseded) when it is given."""
+    listed = [portability.offer_of(row) for row in handoffs.offers(db, user_id, repo, limit)]
+    return [offer for offer in listed if not state or offer["state"] == state]
+
+
+def keys(db: Database, key_hash: bytes) -> list[Row]:
+    """Every key of the holder of the live key `key_hash` (see `db.web.keys`)."""
+    return store.keys(db, key_hash)
+
+
+def revoke(db: Database, key_hash: bytes, key_id: str) -> Revoked:
+    """Revoke `key_id` for the holder of `key_hash` (same user, delete scope: `db.web.revoke`)."""
+    return store.revoke(db, key_hash, key_id)
+
+
+def activity(db: Database, user_id: str, limit: int) -> list[Row]:
+    """The user's newest `limit` audit rows: when, which tool or page, the outcome."""
+    return store.activity(db, user_id, limit)

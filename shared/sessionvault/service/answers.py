@@ -1,0 +1,67 @@
+"""How the vault's answers look: a listed head (its plaintext columns shown only when their MAC
+holds), a search hit, and why a load found nothing."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from typing import Any
+
+from sessionvault.core.checkpoints import is_automatic
+from sessionvault.core.records import LoadArgs
+from sessionvault.db import saves
+from sessionvault.db import sessions as store
+from sessionvault.service import handoff, sealing
+
+
+def listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
+    the database (or saved before MACs existed) lists with its client and preview withheld."""
+    # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
+    # that spelling apart from the canonical `repo` they are listed and found under.
+    head = saves.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
+    expected = sealing.head_mac(dek, user_id, row, head)
+    trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
+    entry = {
+        "name": row["name"],
+        "repo": row["repo"],
+        "preview": row["preview"] if trusted else "",
+        "version": row["version"],
+        "client": row["client"] if trusted else "",
+        "updated_at": store.iso(row["updated_at"]),
+    }
+    if not trusted:
+        entry["unverified"] = True  # load_session gives the authenticated record
+    if is_automatic(row["name"]):
+        entry["automatic"] = True
+    offered = handoff.state_of(row)
+    if offered is not None:
+        entry["handoff"] = offered
+    return entry
+
+
+def hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hit["name"],
+        "repo": hit["repo"],
+        "score": round(1.0 - float(hit["distance"]), 4),
+        "version": hit["version"],
+        "saved_at": record["saved_at"],
+        "summary": record["summary"],
+    }
+
+
+def not_found(args: LoadArgs, kept: list[int] | None = None) -> dict[str, Any]:
+    """Why a load found nothing; `kept`: the versions the named session still has, if it exists."""
+    if kept:
+        shown = ", ".join(map(str, kept[:5])) + (", ..." if len(kept) > 5 else "")
+        older = " (older versions are pruned)" if args.version < kept[-1] else ""
+        hint = f"session {args.name!r} has no version {args.version}{older}; it keeps versions {shown}"
+        return {"found": False, "versions": kept, "hint": hint}
+    if args.name:
+        what = f"no session named {args.name!r}"
+        if args.version:
+            what += f" at version {args.version}"
+    else:
+        what = f"no session for repo {args.repo!r}" if args.repo else "no sessions saved yet"
+    return {"found": False, "hint": what + "; call list_sessions to see what is saved"}
