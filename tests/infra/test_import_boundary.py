@@ -367,3 +367,26 @@ def test_the_ladder_check_sees_an_import_inside_a_function(tmp_path):
     ]
     assert cycles(every) == [["sessionvault.core.rules", "sessionvault.db.sql"]]
     assert cycles(import_graph(tree)) == []  # import time alone does not see it
+
+
+# ---------------------------------------------------------------- the map on the wall
+
+
+def test_the_architecture_doc_names_every_folder_of_the_package():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    folders = sorted(
+        str(path.relative_to(SHARED / PACKAGE))
+        for path in (SHARED / PACKAGE).rglob("*")
+        if path.is_dir() and path.name != "__pycache__"
+    )
+    missing = [folder for folder in folders if f"`{folder}/`" not in text and f"{folder}/" not in text]
+    assert not missing, f"docs/architecture.md does not name: {missing}"
+
+
+def test_contributing_exists_and_its_commands_name_real_paths():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    for path in ("tests/unit", "tests/integration", "tests/infra/test_import_boundary.py",
+                 "shared/sessionvault/db/sql/", "local/setup/registry.py", "local/hook/capture/clients.py",
+                 "local/data/importers/__init__.py", "tests/conftest.py"):  # fmt: skip
+        assert path in text, path
+        assert (ROOT / path).exists() or (SHARED / PACKAGE / path).exists(), path
