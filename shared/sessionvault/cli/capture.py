@@ -23,8 +23,6 @@ from sessionvault.errors import ConfigError
 from sessionvault.local import config
 from sessionvault.local.hook.capture import switch
 from sessionvault.local.hook.capture.clients import READERS
-from sessionvault.local.hook.capture.hook import SEND_TIMEOUT_S, checkpoint_args
-from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.hook.repo import current_repo
 from sessionvault.local.host import target
 from sessionvault.local.remote import batch_import
@@ -105,6 +103,10 @@ def _run_import(args: argparse.Namespace) -> int:
 
 
 def _import_client(args: argparse.Namespace) -> int:
+    # The checkpoint's rules import pydantic (through core.records): only this command needs them.
+    from sessionvault.local.hook.capture.hook import SEND_TIMEOUT_S, checkpoint_args
+    from sessionvault.local.hook.capture.spool import Spool
+
     reader, cwd = READERS[args.source], Path.cwd()
     path = reader.locate(Path.home(), cwd, args.session)
     if path is None:

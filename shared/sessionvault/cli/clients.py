@@ -8,13 +8,25 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local.config import SERVER_URL_HELP, URL_HELP
 from sessionvault.local.remote.rpc import require_safe_url
-from sessionvault.local.setup import files, hooks, registry
 from sessionvault.local.setup import profile as shell_profile
+from sessionvault.local.setup import registry
 from sessionvault.names import KEY_ENV
+
+if TYPE_CHECKING:
+    from sessionvault.local.setup.files import ApplyResult
+
+# What `sessionvault bridge --help` says; the bridge module itself imports the MCP SDK (about
+# half a second), so it is imported only when the bridge runs.
+BRIDGE_HELP = """\
+A stdio MCP server for clients that can only start a local command (Claude Desktop). It
+forwards tools, prompts and resources, unchanged, to a SessionVault server over HTTP, with the
+key from $SESSIONVAULT_API_KEY. stdout carries the protocol; logs go to stderr; the key is
+never logged. `sessionvault connect claude-desktop` writes the config that starts it."""
 
 
 def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +66,7 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _run_connect(args: argparse.Namespace) -> int:
     from sessionvault.local.host import target
+    from sessionvault.local.setup import files, hooks
 
     state = target.state_folder()
     args.url = args.url or target.default_url(os.environ, state)
@@ -136,19 +149,17 @@ def _where_the_key_goes(title: str, key: str) -> None:
     )
 
 
-def _report(result: files.ApplyResult) -> None:
+def _report(result: ApplyResult) -> None:
     print(f"{'updated' if result.changed else 'already up to date'}: {result.path}")
     if result.backup:
         print(f"backup: {result.backup}")
 
 
 def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from sessionvault.local.remote import bridge
-
     sp = subparsers.add_parser(
         "bridge",
         help="stdio MCP server that forwards to a remote SessionVault (for Claude Desktop)",
-        description=bridge.__doc__,
+        description=BRIDGE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("--url", default=None, help=f"the remote server's MCP endpoint (default: {URL_HELP})")
