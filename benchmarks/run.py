@@ -6,14 +6,16 @@
     .venv/bin/python -m benchmarks.run --only hook
     .venv/bin/python -m benchmarks.run --only embed
 
-Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed. The seeded database
-(benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak.
+The seeded database (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
 counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL. `hook` (the
 capture hook on long transcripts, benchmarks/hook.py) needs no seeded data: it runs its own
 server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database.
-`embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database."""
+`embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database.
+`keepalive` and `soak` (benchmarks/steady.py: the server as `sessionvault serve` runs it, kept-alive
+against new connections; saves beside a busy process) run on an embedded PostgreSQL of their own."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import warnings
 
 from .common import header, load
 
-SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed")
+SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak")
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
 RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook", "embed"):
+        for name in (*SEEDED, "hook", "embed", "keepalive", "soak"):
             if name not in wanted:
                 continue
             try:
@@ -103,6 +105,14 @@ def _section(name: str, ctx, seeded) -> None:
         from .embed import embed_throughput
 
         embed_throughput()
+    elif name == "keepalive":
+        from .steady import keepalive
+
+        keepalive()
+    elif name == "soak":
+        from .steady import soak
+
+        soak()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":

@@ -56,9 +56,7 @@ def serve(
 ) -> None:
     """Serve until stopped. `sock`: the port, bound already (`statelock.bind`); `lock`: the
     state folder's, held already; both are released when the server stops."""
-    import uvicorn
-
-    from sessionvault.local.host import masterkey
+    from sessionvault.local.host import listener, masterkey
     from sessionvault.local.host.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
@@ -76,10 +74,8 @@ def serve(
     options: dict[str, Any] = {"log_level": "warning", "proxy_headers": False}
     try:
         app = SessionVaultApp(rt)
-        if sock is None:
-            uvicorn.run(app, host=host, port=port, **options)
-        else:
-            uvicorn.Server(uvicorn.Config(app, host=host, port=port, **options)).run(sockets=[sock])
+        sock = sock or statelock.bind(host, port)
+        listener.build(app, host, port, **options).run(sockets=[sock])
     finally:
         upkeep.stop()
         rt.close()

@@ -106,9 +106,10 @@ def refuse_if_held(home: Path, doing: str) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on host:port, as uvicorn would open it, or ConfigError naming the
-    process that has the port."""
+    process that has the port. Protocol IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on the
+    accepted connections only then (listener.py says what 0 cost and sets it regardless)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is no owner
     try:
         sock.bind((host, port))

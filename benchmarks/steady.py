@@ -1,0 +1,146 @@
+"""The local server as users run it: keep-alive against a new connection per request, and
+saves beside a busy process (issue 29).
+
+Both sections run `sessionvault serve` (benchmarks/serve.py: the port bound as `dev` and
+`serve` bind it) on an embedded PostgreSQL of their own in a temporary folder, not the seeded
+database: what they measure is the serving path, not a large table.
+
+keepalive  load_session by name over one kept-alive connection (as Claude Code, Codex, the
+           bridge and the hooks use it) and over a new connection per request, interleaved
+           call by call in one run; stdlib http.client on both sides of the comparison, so
+           the client's own cost is the same.
+soak       4 clients saving back to back (each its own user and keep-alive connection) for a
+           bounded time, idle and then beside one busy process (a pure-Python loop pinned to
+           no core, as another program would be), and the ratio of the two."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .common import RUN, ms, p50, p95, section
+
+
+@dataclass
+class Served:
+    url: str
+    keys: list[str]  # one API key per user, each its own user
+    pid: int
+
+
+@contextmanager
+def own_server(users: int = 1) -> Iterator[Served]:
+    """`sessionvault serve` on a fresh embedded database with `users` users, one key each."""
+    from sessionvault.db.pool import Database
+    from sessionvault.local.host import embedded
+    from sessionvault.runtime import key_provider
+    from sessionvault.service import accounts
+
+    from .common import make_settings
+    from .workload import ServerProcess
+
+    home = Path(tempfile.mkdtemp(prefix="sv-bench-steady-"))
+    try:
+        db = embedded.start(home)
+        master_key = base64.b64encode(os.urandom(32)).decode()
+        salt = "bench-steady-salt-0123456789abcdef"
+        admin = Database(db.admin_url, max_size=1)
+        try:
+            provider = key_provider(make_settings(db.app_url, master_key, salt))
+            keys = []
+            for n in range(users):
+                user = accounts.create_user(admin, provider, f"bench-steady-{n}")
+                keys.append(accounts.create_key(admin, user, "bench", ("read", "write", "delete"))[0])
+        finally:
+            admin.close()
+        with ServerProcess(db.app_url, master_key, salt) as server:
+            yield Served(server.url, keys, server.proc.pid)
+    finally:
+        try:
+            embedded.stop(home)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def rpc(tool: str, arguments: dict[str, object]) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    ).encode()
+
+
+def headers(key: str) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+
+
+def post(conn: http.client.HTTPConnection, path: str, body: bytes, key: str) -> dict[str, object]:
+    conn.request("POST", path, body=body, headers=headers(key))
+    reply = conn.getresponse()
+    data = reply.read()
+    if reply.status != 200:
+        raise RuntimeError(f"HTTP {reply.status}: {data[:200]!r}")
+    result = json.loads(data)["result"]
+    if result.get("isError"):
+        raise RuntimeError(f"tool error: {result.get('content')}")
+    return dict(result)
+
+
+# --- keep-alive ------------------------------------------------------------------------------
+
+
+def keepalive(n: int = 60) -> None:
+    section(
+        "Keep-alive against a new connection per request (the server as `sessionvault serve` runs it)",
+        f"{RUN} --only keepalive",
+        f"load_session by name and tools/list, n={n} each way, interleaved call by call after 5 warm-ups;",
+        "stdlib http.client: one kept-alive connection, or a new connection (and its handshake) per call.",
+    )
+    with own_server() as served:
+        where = urlsplit(served.url)
+        host, port, path = where.hostname or "127.0.0.1", where.port or 80, where.path
+        key = served.keys[0]
+        kept = http.client.HTTPConnection(host, port, timeout=30)
+        post(kept, path, rpc("save_session", {"name": "bench-ka", "summary": "keep-alive figures"}), key)
+        calls = {
+            "load_session by name": rpc("load_session", {"name": "bench-ka"}),
+            "tools/list": json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode(),
+        }
+        print(
+            f"   {'call':22} {'keep-alive p50':>14} {'p95':>8}  {'new conn p50':>12} {'p95':>8}  {'ratio':>6}"
+        )
+        for label, body in calls.items():
+            samples: dict[str, list[float]] = {"kept": [], "new": []}
+            for i in range(n + 5):
+                for way in samples:
+                    conn = kept if way == "kept" else http.client.HTTPConnection(host, port, timeout=30)
+                    started = time.perf_counter()
+                    post(conn, path, body, key)
+                    took = time.perf_counter() - started
+                    if way == "new":
+                        conn.close()
+                    if i >= 5:
+                        samples[way].append(took)
+            a, b = samples["kept"], samples["new"]
+            print(
+                f"   {label:22} {ms(p50(a))} ms {ms(p95(a))} ms  {ms(p50(b))} ms {ms(p95(b))} ms"
+                f"  {p50(a) / p50(b):5.2f}x"
+            )
+        kept.close()
+
+
+def soak() -> None:
+    raise NotImplementedError
