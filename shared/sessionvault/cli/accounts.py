@@ -171,8 +171,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sp.set_defaults(func=cmd_admin)
 
     user = sub.add_parser("user", help="manage users").add_subparsers(dest="action", required=True)
-    sp = user.add_parser("create")
-    sp.add_argument("name")
+    sp = user.add_parser("create", help="make a user (with its own data key); prints its id")
+    sp.add_argument("name", help="the user's name, unique (e.g. alice)")
     sp.set_defaults(func=cmd_user_create)
     sp = user.add_parser("list", help="every user: state, id, unrevoked keys")
     sp.set_defaults(func=cmd_user_list)
@@ -192,19 +192,24 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             )
 
     key = sub.add_parser("key", help="manage API keys").add_subparsers(dest="action", required=True)
-    sp = key.add_parser("create")
+    sp = key.add_parser(
+        "create",
+        help="make an API key for a user; prints the key once (store it: it cannot be shown again)",
+    )
     sp.add_argument("--user", default=LOCAL_USER, help=f"name or id (default: {LOCAL_USER})")
-    sp.add_argument("--label", default="")
+    sp.add_argument("--label", default="", help="a note to recognise the key by in `key list`, e.g. laptop")
     sp.add_argument(
         "--scope",
         default="read,write",
         help="what the key may do, comma-separated: read, write, delete (default: read,write)",
     )
     sp.set_defaults(func=cmd_key_create)
-    sp = key.add_parser("list")
-    sp.add_argument("--user", default="")
+    sp = key.add_parser(
+        "list", help="every key: its first characters, state, user, scopes, when last used, label"
+    )
+    sp.add_argument("--user", default="", help="only this user's keys (name or id; default: every user's)")
     sp.set_defaults(func=cmd_key_list)
-    sp = key.add_parser("revoke")
+    sp = key.add_parser("revoke", help="refuse a key from now on (at once, also on a running server)")
     sp.add_argument("prefix", help="the key, or its first 12 characters, e.g. sv_live_a1b2")
     sp.add_argument("--user", default="", help="only this user's keys (name or id)")
     sp.set_defaults(func=cmd_key_revoke)

@@ -41,7 +41,11 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         description="Automatic checkpoints (the end-of-work hooks `connect --hooks` installs) for the "
         f"repo of the current folder; ${switch.ENV}=off turns them off everywhere.",
     )
-    p.add_argument("state", choices=["on", "off", "status"])
+    p.add_argument(
+        "state",
+        choices=["on", "off", "status"],
+        help="on or off for this repo (kept in the state folder), or status: whether they are on and why",
+    )
     p.set_defaults(func=_run_capture)
 
     from sessionvault.cli.connection import connection_options

@@ -1,6 +1,5 @@
-"""The `sessionvault` command: run the server (embedded or against any DATABASE_URL), migrate,
-manage users and keys, and connect clients. With no DATABASE_URL every command uses the
-embedded database. This package only parses arguments and calls into the rest."""
+"""The `sessionvault` command. The modules of this package parse arguments and call into the
+rest; what a user reads in `--help` is written here and beside each command, for users."""
 
 from __future__ import annotations
 
@@ -27,9 +26,9 @@ def parser() -> argparse.ArgumentParser:
         sessions,
     )
 
-    p = argparse.ArgumentParser(prog="sessionvault", description=__doc__)
+    p = argparse.ArgumentParser(prog="sessionvault", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"sessionvault {version()}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     server.add_parsers(sub)
     accounts.add_parsers(sub)
     clients.add_parsers(sub)
@@ -40,7 +39,31 @@ def parser() -> argparse.ArgumentParser:
     deploy.add_parsers(sub)
     config.add_parsers(sub)
     link.add_parsers(sub)
+    described(p)
     return p
+
+
+DESCRIPTION = (
+    "SessionVault: save a working session from one AI coding client and load it in another. "
+    "Run a server on this machine (dev), connect your clients to it (connect, doctor), and read "
+    "your sessions from a terminal (sessions). Without DATABASE_URL every command uses the "
+    "embedded database in the state folder ($SESSIONVAULT_HOME, default ~/.sessionvault). "
+    "`sessionvault COMMAND --help` says more about each command."
+)
+
+
+def described(p: argparse.ArgumentParser) -> None:
+    """A command's own `--help` page starts with what the list of commands says of it, unless it
+    has a longer description of its own (argparse shows a subcommand's help only in its
+    parent's list)."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, child in action.choices.items():
+                said = str(helps.get(name) or "")
+                if not child.description and said:
+                    child.description = said[:1].upper() + said[1:].rstrip(".") + "."
+                described(child)
 
 
 def version() -> str:

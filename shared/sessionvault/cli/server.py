@@ -216,16 +216,17 @@ def cmd_service(args: argparse.Namespace) -> int:
     return service.logs(s, follow=args.follow, lines=args.lines)
 
 
+HOST_HELP = f"the address to listen on (default: {DEFAULT_HOST}, this machine only)"
 PORT_HELP = f"the port to serve on (default: ${PORT_ENV}, else config.toml's port, else {DEFAULT_PORT})"
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name, fn, help_ in (
-        ("dev", cmd_dev, "embedded Postgres + local keys + local user, then serve"),
-        ("serve", cmd_serve, "serve against DATABASE_URL (or the embedded database)"),
+        ("dev", cmd_dev, "run the server here: the embedded database, a master key and your first API key"),
+        ("serve", cmd_serve, "run the server against $DATABASE_URL (else the embedded database)"),
     ):
         sp = sub.add_parser(name, help=help_)
-        sp.add_argument("--host", default=DEFAULT_HOST)
+        sp.add_argument("--host", default=DEFAULT_HOST, help=HOST_HELP)
         sp.add_argument("--port", type=int, default=None, help=PORT_HELP)
         sp.set_defaults(func=fn)
     sp = sub.add_parser("service", help="run the server in the background (systemd user unit, launchd agent)")
@@ -244,10 +245,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             ap.add_argument("--port", type=int, default=None, help=PORT_HELP)
             ap.add_argument("--print", action="store_true", help="print the unit (or plist) only")
         if action == "logs":
-            ap.add_argument("-f", "--follow", action="store_true")
-            ap.add_argument("-n", "--lines", type=int, default=100)
+            ap.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+            ap.add_argument(
+                "-n", "--lines", type=int, default=100, help="how many recent lines (default: %(default)s)"
+            )
         ap.set_defaults(func=cmd_service)
-    sub.add_parser("migrate", help="apply pending migrations").set_defaults(func=cmd_migrate)
     sub.add_parser(
-        "rotate-master-key", help="local mode: re-wrap every data key under a new master key"
+        "migrate",
+        help="bring the database schema up to date ($DATABASE_OWNER_URL, else $DATABASE_URL, else embedded)",
+    ).set_defaults(func=cmd_migrate)
+    sub.add_parser(
+        "rotate-master-key",
+        help="local mode: a new master key, each user's data key re-wrapped under it (stop the server first)",
     ).set_defaults(func=cmd_rotate_master_key)

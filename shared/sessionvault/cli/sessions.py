@@ -25,6 +25,16 @@ from sessionvault.local.remote.answers import Listing
 
 LIST_PAGE = 100  # the API's largest page
 
+DESCRIPTION = """\
+Your sessions from a terminal, on the local server or a deployed one alike.
+
+The server is --url, else $SESSIONVAULT_URL, else the stack `sessionvault deploy` saved here,
+else the local server; the key is --key, else $SESSIONVAULT_API_KEY, else the deployment's
+saved key (for its own URL only): the same choice `connect` makes.
+
+Tables and readable text by default; --json prints the server's JSON as it came, for scripts."""
+NAME_HELP = "the session's name (as `sessions list` shows it)"
+
 
 # --------------------------------------------------------------------------- shared pieces
 
@@ -203,7 +213,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     group = sub.add_parser(
         "sessions",
         help="list, read, search, compare and delete your sessions",
-        description=__doc__,
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     ).add_subparsers(dest="action", required=True)
 
@@ -218,24 +228,24 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--all", action="store_true", help="every session, page after page")
 
     p = command("show", cmd_show, "one session as readable text")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--version", type=_positive, default=0, help="an earlier version (default: the latest)")
 
     p = command("search", cmd_search, "sessions by meaning (needs embeddings on the server)")
-    p.add_argument("query")
+    p.add_argument("query", help="what you are looking for, in your own words")
     p.add_argument("--repo", default="", help="only this repository")
     p.add_argument("--limit", type=_positive, default=5, help="at most this many (1-20; default: 5)")
 
     p = command("history", cmd_history, "every kept version of a session, newest first")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
 
     p = command("diff", cmd_diff, "what changed between two versions (default: the latest two)")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("v1", nargs="?", type=_positive, default=None, help="the older version")
     p.add_argument("v2", nargs="?", type=_positive, default=None, help="the newer one (default: the latest)")
 
     p = command("delete", cmd_delete, "delete a session with its history (the key needs the delete scope)")
-    p.add_argument("name")
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument(
         "--yes", action="store_true", help="do not ask to type the name (needed when stdin is not a terminal)"
     )

@@ -1,17 +1,23 @@
-"""A command imports only what it uses: `--version`, `--help` and `sessions list` answer without
-the MCP SDK, pydantic, psycopg or numpy (each costs a fraction of a second to import, and every
-command paid for all of them). Checked by what a fresh interpreter has in sys.modules after the
-command ran, not by a clock."""
+"""The `sessionvault` command as a user meets it. A command imports only what it uses:
+`--version`, `--help` and `sessions list` answer without the MCP SDK, pydantic, psycopg or numpy
+(each costs a fraction of a second to import, and every command paid for all of them), checked by
+what a fresh interpreter has in sys.modules after the command ran, not by a clock. And every
+command and option has a help line written for users."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from sessionvault.cli import main
 
 from ..local.remote.fake_api import Canned, Fake
 
@@ -78,3 +84,62 @@ def test_sessions_list_imports_no_heavy_module(tmp_path: Path) -> None:
     assert answer["code"] == 0 and "feature-x" in str(answer["out"])  # it really ran, and asked
     assert [s.path for s in fake.seen] == ["/api/v1/sessions"]
     assert answer["heavy"] == []
+
+
+# --------------------------------------------------------------------------- --help
+
+# What a module's docstring says for its maintainers, not for someone typing --help.
+DEVELOPER_NOTES = re.compile(
+    r"this package|this module|parses arguments|calls into|\.py\b|\bsessionvault\.[a-z_]+\."
+    r"|`[a-z_]+\.[a-z_]+`|TODO|FIXME",
+    re.IGNORECASE,
+)
+
+
+def commands(
+    p: argparse.ArgumentParser, path: str = "sessionvault"
+) -> Iterator[tuple[str, argparse.ArgumentParser, str]]:
+    """Every parser under `p` with its command line and what its parent's list says of it."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            for name, child in action.choices.items():
+                yield f"{path} {name}", child, listed.get(name, "")
+                yield from commands(child, f"{path} {name}")
+
+
+def test_every_command_and_option_has_help_written_for_users() -> None:
+    root = main.parser()
+    found = [("sessionvault", root, root.description or "")]
+    found += list(commands(root))
+    assert len(found) > 40  # the walk reaches the nested commands (user create, key revoke, ...)
+    missing, notes = [], []
+    for line, p, listed in found:
+        if not listed.strip() and line != "sessionvault":
+            missing.append(f"{line}: nothing in its parent's list")
+        if not (p.description or "").strip():
+            missing.append(f"{line}: no description on its own --help page")
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            name = "/".join(action.option_strings) or action.dest
+            if not (action.help or "").strip():
+                missing.append(f"{line} {name}: no help")
+            if DEVELOPER_NOTES.search(action.help or ""):
+                notes.append(f"{line} {name}: {action.help}")
+        for text in (listed, p.description or "", p.epilog or ""):
+            if DEVELOPER_NOTES.search(text):
+                notes.append(f"{line}: {DEVELOPER_NOTES.search(text)!r} in {text[:80]!r}")
+    assert missing == []
+    assert notes == []
+
+
+def test_a_nested_command_says_what_it_does_on_its_own_help_page(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["key", "create", "--help"], ["user", "create", "--help"], ["migrate", "--help"]):
+        with pytest.raises(SystemExit):
+            main.parser().parse_args(argv)
+        page = capsys.readouterr().out
+        assert page.split("\n\n")[1].strip(), page  # usage, then the description
+    with pytest.raises(SystemExit):
+        main.parser().parse_args(["dev", "--help"])
+    assert "the address to listen on" in capsys.readouterr().out
