@@ -50,6 +50,39 @@ def checkpoint_script(marker: str, project: Path) -> list[Step]:
     ]
 
 
+COPILOT_STATUS = {"completed": "done"}  # its todos table says done; the rest as Qwen's
+
+
+def copilot_script(marker: str, project: Path, compact: bool = False) -> list[Step]:
+    """The capture tests' script in GitHub Copilot CLI's tools: its task list (rows its `sql`
+    tool inserts into the session's `todos` table), a file (`create`, an absolute path), a
+    failing command (`bash`), a final text holding `marker`. `compact`: the file write's reply
+    reports a nearly full context, so Copilot CLI compacts the history before the next step."""
+    rows = ", ".join(
+        f"('t{n}', '{t['content']}', '{COPILOT_STATUS.get(t['status'], t['status'])}')"
+        for n, t in enumerate(QWEN_TODOS, 1)
+    )
+    plan = str(project / PLAN_PATH)
+    return [
+        Call(
+            "sql",
+            {
+                "description": "Insert widget todos",
+                "query": f"INSERT INTO todos (id, title, status) VALUES {rows}",
+            },
+        ),
+        Call(
+            "create",
+            {"path": plan, "file_text": "# Widget plan\n\n1. Check the config.\n"},
+            context_tokens=127_000 if compact else 0,
+        ),
+        Call(
+            "bash", {"command": FAILING_COMMAND, "description": "Check the widget config", "initial_wait": 30}
+        ),
+        Say(f"Done for now; the widget config is missing. {marker}"),
+    ]
+
+
 def result_ids(body: dict[str, Any]) -> list[str]:
     """The `tool_call_id`s of the tool results in a request's messages, oldest first."""
     messages = body.get("messages") or []
@@ -82,10 +115,17 @@ def stream_events(step: Step, call_id: str, model: str, usage: dict[str, int]) -
     return (events + "data: [DONE]\n\n").encode()
 
 
+# GitHub Copilot CLI's compaction request ends with a user message saying so.
+COPILOT_COMPACTION = "The history is being compacted"
+
+
 def is_compression(body: dict[str, Any]) -> bool:
-    """Whether a request asks for a history summary (its system prompt wants a <state_snapshot>)."""
-    system = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "system"]
-    return "<state_snapshot>" in json.dumps(system)
+    """Whether a request asks for a history summary: its system prompt wants a <state_snapshot>
+    (Qwen Code), or its last message says the history is being compacted (Copilot CLI)."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    system = [m for m in messages if m.get("role") == "system"]
+    last = messages[-1:] if messages and messages[-1].get("role") == "user" else []
+    return "<state_snapshot>" in json.dumps(system) or COPILOT_COMPACTION in json.dumps(last)
 
 
 def wants_json(body: dict[str, Any]) -> bool:

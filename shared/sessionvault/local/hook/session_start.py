@@ -245,6 +245,11 @@ def _plain(context: str) -> str:
     return context
 
 
+def _additional_context(context: str) -> str:
+    """GitHub Copilot CLI: a flat object (its nested Claude Code shape never reached the model)."""
+    return json.dumps({"additionalContext": context})
+
+
 # How each client wants session-start output on stdout. Four take the same JSON (Claude Code
 # and Codex would also take plain text; Gemini CLI and Qwen Code require JSON); Amazon Q would
 # hand JSON to the model verbatim, so it gets the markdown itself.
@@ -254,6 +259,7 @@ OUTPUT: dict[str, Callable[[str], str]] = {
     "gemini": _session_start_json,
     "qwen": _session_start_json,
     "amazon-q": _plain,
+    "copilot-cli": _additional_context,
 }
 
 

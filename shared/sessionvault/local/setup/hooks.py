@@ -8,16 +8,17 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local.hook.capture.hook import HOOK_TIMEOUT_S
 from sessionvault.local.setup import command, files
 from sessionvault.local.setup.files import ApplyResult
+from sessionvault.local.setup.hook_clients import HOOK_CLIENTS as HOOK_CLIENTS
+from sessionvault.local.setup.hook_clients import HookSpec as HookSpec
 from sessionvault.names import DEFAULT_URL
 
 # Ours, however it names the command: bare, by absolute path (maybe quoted), or `-m` module.
@@ -25,101 +26,12 @@ _OURS = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook session-start(\s
 _OURS_CHECKPOINT = re.compile(r"(^|[\s/])sessionvault(\.cli\.main)?'? hook checkpoint(\s|$)")
 
 
-@dataclass(frozen=True)
-class HookSpec:
-    title: str
-    path: Callable[[Path, Path], Path]  # (home, cwd) -> settings file
-    # Which session starts: Claude Code, Codex and Qwen Code take a regex, Gemini an exact value;
-    # None for a flat list of hooks without matcher groups (Amazon Q's agent hooks).
-    matcher: str | None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # more keys of the hook entry
-    event: str = "SessionStart"  # the key under "hooks"
-    # What a missing file starts as. Amazon Q's `q_cli_default.json` replaces the built-in
-    # default agent as a whole, so it must first hold that agent's documented fields.
-    seed: Mapping[str, Any] = field(default_factory=dict)
-    # The client's end-of-work events (stop, compaction, session end) that get the checkpoint
-    # hook, each with its matcher (None: the group has no matcher key); docs/clients.md cites them.
-    end_events: Mapping[str, str | None] = field(default_factory=dict)
-    end_extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def item(self, command: str) -> dict[str, Any]:
-        """What goes into hooks[event] for our hook: a matcher group, or the bare hook entry."""
-        if self.matcher is None:
-            return {"command": command, **self.extra}
-        return {"matcher": self.matcher, "hooks": [{"type": "command", "command": command, **self.extra}]}
-
-    def hooks_of(self, item: Any) -> list[Any]:
-        """The hook entries inside one item of hooks[event]."""
-        if self.matcher is None:
-            return [item]
-        hooks = item.get("hooks") if isinstance(item, dict) else None
-        return hooks if isinstance(hooks, list) else []
-
-
-HOOK_CLIENTS: dict[str, HookSpec] = {
-    "claude-code": HookSpec(
-        title="Claude Code",
-        path=lambda home, cwd: home / ".claude" / "settings.json",
-        matcher="startup|clear",
-        extra={"timeout": 5},  # seconds
-        # https://code.claude.com/docs/en/hooks: Stop (every turn), PreCompact, SessionEnd.
-        end_events={"Stop": None, "PreCompact": "manual|auto", "SessionEnd": None},
-        end_extra={"timeout": HOOK_TIMEOUT_S},
-    ),
-    "codex": HookSpec(
-        title="OpenAI Codex",
-        path=lambda home, cwd: home / ".codex" / "hooks.json",
-        matcher="startup|clear",
-        extra={"timeout": 5, "statusMessage": "Loading the last SessionVault session"},
-        # https://developers.openai.com/codex/hooks: Stop (every turn), PreCompact, SessionEnd
-        # (each `codex exec` ends with one); fixture: tests/fixtures/transcripts/codex-0.171.0.
-        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
-        end_extra={"timeout": HOOK_TIMEOUT_S},
-    ),
-    "gemini": HookSpec(
-        title="Gemini CLI",
-        path=lambda home, cwd: home / ".gemini" / "settings.json",
-        matcher="startup",  # lifecycle matchers are compared as exact strings
-        extra={"name": "sessionvault", "timeout": 5000, "description": "Load the last SessionVault session"},
-        # AfterAgent (end of every turn) and SessionEnd. Not PreCompress: 0.61.0 fires it before
-        # every model call, compressing or not (fixture: tests/fixtures/transcripts/gemini-0.61.0).
-        end_events={"AfterAgent": None, "SessionEnd": None},
-        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S * 1000},
-    ),
-    "qwen": HookSpec(
-        title="Qwen Code",
-        path=lambda home, cwd: home / ".qwen" / "settings.json",
-        matcher="startup",  # an exact value, `a|b` or a regex
-        # Unlike Gemini CLI (its upstream), Qwen Code's hook timeout is in seconds.
-        extra={"name": "sessionvault", "timeout": 5, "description": "Load the last SessionVault session"},
-        # Claude-style names: Stop (every turn), PreCompact, SessionEnd (interactive sessions only:
-        # a headless run ends without one; fixture: tests/fixtures/transcripts/qwen-0.24.4).
-        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
-        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S},
-    ),
-    "amazon-q": HookSpec(
-        title="Amazon Q Developer CLI",
-        # A global agent named q_cli_default replaces the built-in default agent that `q chat`
-        # starts with; its `agentSpawn` hooks run when the agent starts, stdout into its context.
-        path=lambda home, cwd: home / ".aws" / "amazonq" / "cli-agents" / "q_cli_default.json",
-        matcher=None,
-        extra={"timeout_ms": 5000},
-        event="agentSpawn",
-        seed={  # the built-in default agent, as documented, so replacing it changes nothing else
-            "name": "q_cli_default",
-            "description": "Default agent, with the SessionVault session-start hook",
-            "tools": ["*"],
-            "allowedTools": ["fs_read"],
-            "resources": ["file://AmazonQ.md", "file://README.md", "file://.amazonq/rules/**/*.md"],
-            "useLegacyMcpJson": True,
-        },
-    ),
-}
-
-
 def checkpoint_item(spec: HookSpec, event: str, command: str) -> dict[str, Any]:
-    """What goes into hooks[event] for the checkpoint hook (a matcher group)."""
-    group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, **spec.end_extra}]}
+    """What goes into hooks[event] for the checkpoint hook: a matcher group, or for a client
+    whose events hold flat lists (Copilot CLI) the bare entry."""
+    if spec.matcher is None:
+        return spec.item(command, spec.end_extra)
+    group: dict[str, Any] = {"hooks": [{"type": "command", spec.command_key: command, **spec.end_extra}]}
     matcher = spec.end_events[event]
     return group if matcher is None else {"matcher": matcher, **group}
 
@@ -168,11 +80,12 @@ def installed_commands(client: str, *, home: Path, cwd: Path) -> list[str]:
         items = _event_items(spec, files.read(path), path)
     except (OSError, ConfigFileError):
         return []
-    return [str(h.get("command")) for item in items for h in spec.hooks_of(item) if _is_ours(h)]
+    return [str(h.get(spec.command_key)) for item in items for h in spec.hooks_of(item) if _is_ours(h)]
 
 
 def _is_ours(hook: Any, which: re.Pattern[str] = _OURS) -> bool:
-    return isinstance(hook, dict) and bool(which.search(str(hook.get("command", ""))))
+    line = hook.get("command", hook.get("bash", "")) if isinstance(hook, dict) else ""
+    return bool(which.search(str(line)))
 
 
 def _merged(

@@ -32,8 +32,14 @@ def session_start_groups(path: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text())["hooks"]["SessionStart"]
 
 
-def test_every_client_with_a_hook_is_either_grouped_or_amazon_q() -> None:
-    assert sorted(GROUPED) == sorted(HOOK_FILES) and set(hooks.HOOK_CLIENTS) == {*HOOK_FILES, "amazon-q"}
+FLAT = {"amazon-q", "copilot-cli"}  # each event a flat list of hook entries, no matcher groups
+COPILOT_HOOKS = ".copilot/hooks/sessionvault.json"
+
+
+def test_every_client_with_a_hook_is_grouped_flat_or_of_its_own_kind() -> None:
+    own_kind = {c for c, spec in hooks.HOOK_CLIENTS.items() if spec.kind}
+    assert sorted(GROUPED) == sorted(HOOK_FILES)
+    assert set(hooks.HOOK_CLIENTS) == {*HOOK_FILES, *FLAT, *own_kind}
 
 
 @pytest.mark.parametrize("client", GROUPED)
@@ -228,3 +234,42 @@ def test_the_checkpoint_hook_goes_on_each_end_of_work_event_once(client: str, tm
 
 def test_amazon_q_has_no_end_of_work_event_to_hook() -> None:
     assert hooks.install_checkpoint_hooks("amazon-q", home=Path("/nonexistent"), cwd=Path("/")) == []
+
+
+def test_copilot_cli_gets_a_hooks_file_of_its_own_with_flat_entries(tmp_path: Path) -> None:
+    """~/.copilot/hooks/sessionvault.json, {"version": 1, "hooks": ...}: SessionStart and the
+    end-of-work events (PascalCase: their input is Claude Code's snake_case), each a flat list of
+    {"type": "command", "bash": ..., "timeoutSec": ...}; the user's own entries stay."""
+    result = hooks.install_hooks("copilot-cli", home=tmp_path, cwd=tmp_path / "project", now=T1)
+    path = tmp_path / COPILOT_HOOKS
+    assert result.path == path and result.changed and result.backup is None
+    ends = hooks.install_checkpoint_hooks("copilot-cli", home=tmp_path, cwd=tmp_path, now=T1)
+    assert [r.changed for r in ends] == [True, True, True]
+    start = {"type": "command", "bash": f"{SV} hook session-start --client copilot-cli", "timeoutSec": 5}
+    end = {"type": "command", "bash": f"{SV} hook checkpoint --client copilot-cli", "timeoutSec": 20}
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "hooks": {"SessionStart": [start], "Stop": [end], "PreCompact": [end], "SessionEnd": [end]},
+    }
+    assert hooks.hook_installed("copilot-cli", home=tmp_path, cwd=tmp_path)
+    assert hooks.checkpoint_events("copilot-cli", home=tmp_path, cwd=tmp_path) == [
+        "Stop",
+        "PreCompact",
+        "SessionEnd",
+    ]
+    data = json.loads(path.read_text())
+    theirs = {"type": "command", "bash": "date >> ~/starts.log"}
+    data["hooks"]["SessionStart"].insert(0, theirs)
+    path.write_text(json.dumps(data))
+    again = hooks.install_hooks("copilot-cli", home=tmp_path, cwd=tmp_path, now=T2)
+    assert not again.changed and json.loads(path.read_text())["hooks"]["SessionStart"] == [theirs, start]
+    assert not any(
+        r.changed for r in hooks.install_checkpoint_hooks("copilot-cli", home=tmp_path, cwd=tmp_path)
+    )
+
+
+def test_the_copilot_cli_hook_prints_a_flat_additional_context() -> None:
+    """Copilot CLI 1.0.102 hands a SessionStart hook's top-level `additionalContext` to the model;
+    Claude Code's nested hookSpecificOutput did not reach it (a real run, tests/clients)."""
+    out = json.loads(context.session_start("copilot-cli", env={}))
+    assert set(out) == {"additionalContext"} and out["additionalContext"].startswith("SessionVault: ")

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from sessionvault.local.hook.capture import claude_code, codex, codex_sessions, gemini, opencode, qwen
+from sessionvault.local.hook.capture import (
+    claude_code,
+    codex,
+    codex_sessions,
+    copilot_cli,
+    gemini,
+    opencode,
+    qwen,
+)
 from sessionvault.local.hook.capture.transcript import Transcript
 
 # What `locate` finds and `read` takes: a session file, or for OpenCode its database and an id.
@@ -31,6 +39,7 @@ READERS: dict[str, Reader[Any]] = {
     ),
     "gemini": Reader(gemini.read, gemini.locate),
     "qwen": Reader(qwen.read, qwen.locate),
+    "copilot-cli": Reader(copilot_cli.read, copilot_cli.locate),
     "opencode": Reader(
         lambda found: opencode.read(found.db, found.session_id),
         lambda home, cwd, sid: opencode.locate(home, cwd, sid),

@@ -1,0 +1,135 @@
+"""Which clients get our hooks, and where and how each one wants them (`HookSpec`): the file,
+the session-start event and its matcher, the end-of-work events, the keys of a hook entry.
+`hooks` installs them; docs/clients.md cites each client's documentation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sessionvault.local.hook.capture.hook import HOOK_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    title: str
+    path: Callable[[Path, Path], Path]  # (home, cwd) -> settings file
+    # Which session starts: Claude Code, Codex and Qwen Code take a regex, Gemini an exact value;
+    # None for a flat list of hooks without matcher groups (Amazon Q's agent hooks).
+    matcher: str | None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # more keys of the hook entry
+    event: str = "SessionStart"  # the key under "hooks"
+    # What a missing file starts as. Amazon Q's `q_cli_default.json` replaces the built-in
+    # default agent as a whole, so it must first hold that agent's documented fields.
+    seed: Mapping[str, Any] = field(default_factory=dict)
+    # The client's end-of-work events (stop, compaction, session end) that get the checkpoint
+    # hook, each with its matcher (None: the group has no matcher key); docs/clients.md cites them.
+    end_events: Mapping[str, str | None] = field(default_factory=dict)
+    end_extra: Mapping[str, Any] = field(default_factory=dict)
+    # The key of a hook entry that holds its command line: GitHub Copilot CLI's is "bash".
+    command_key: str = "command"
+    typed: bool = True  # the entry says "type": "command" (Amazon Q's agent hooks do not)
+    # Not a settings file's hooks but something of the client's own kind, each with its own
+    # installer in `hooks`: None (a JSON settings file), "scripts" (one executable per event in
+    # a folder: Cline) or "plugin" (a JavaScript plugin that runs our commands: Kilo Code).
+    kind: str | None = None
+    # Why a client is not proven with its real CLI here (docs/clients.md; `connect` and
+    # `doctor` say it); "" for a client whose hooks a real run of it proved.
+    unverified: str = ""
+
+    def item(self, command: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """What goes into hooks[event] for our hook: a matcher group, or the bare hook entry."""
+        extra = self.extra if extra is None else extra
+        if not self.typed:
+            return {self.command_key: command, **extra}
+        entry = {"type": "command", self.command_key: command, **extra}
+        return entry if self.matcher is None else {"matcher": self.matcher, "hooks": [entry]}
+
+    def hooks_of(self, item: Any) -> list[Any]:
+        """The hook entries inside one item of hooks[event]."""
+        if self.matcher is None:
+            return [item]
+        hooks = item.get("hooks") if isinstance(item, dict) else None
+        return hooks if isinstance(hooks, list) else []
+
+
+HOOK_CLIENTS: dict[str, HookSpec] = {
+    "claude-code": HookSpec(
+        title="Claude Code",
+        path=lambda home, cwd: home / ".claude" / "settings.json",
+        matcher="startup|clear",
+        extra={"timeout": 5},  # seconds
+        # https://code.claude.com/docs/en/hooks: Stop (every turn), PreCompact, SessionEnd.
+        end_events={"Stop": None, "PreCompact": "manual|auto", "SessionEnd": None},
+        end_extra={"timeout": HOOK_TIMEOUT_S},
+    ),
+    "codex": HookSpec(
+        title="OpenAI Codex",
+        path=lambda home, cwd: home / ".codex" / "hooks.json",
+        matcher="startup|clear",
+        extra={"timeout": 5, "statusMessage": "Loading the last SessionVault session"},
+        # https://developers.openai.com/codex/hooks: Stop (every turn), PreCompact, SessionEnd
+        # (each `codex exec` ends with one); fixture: tests/fixtures/transcripts/codex-0.171.0.
+        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
+        end_extra={"timeout": HOOK_TIMEOUT_S},
+    ),
+    "gemini": HookSpec(
+        title="Gemini CLI",
+        path=lambda home, cwd: home / ".gemini" / "settings.json",
+        matcher="startup",  # lifecycle matchers are compared as exact strings
+        extra={"name": "sessionvault", "timeout": 5000, "description": "Load the last SessionVault session"},
+        # AfterAgent (end of every turn) and SessionEnd. Not PreCompress: 0.61.0 fires it before
+        # every model call, compressing or not (fixture: tests/fixtures/transcripts/gemini-0.61.0).
+        end_events={"AfterAgent": None, "SessionEnd": None},
+        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S * 1000},
+    ),
+    "qwen": HookSpec(
+        title="Qwen Code",
+        path=lambda home, cwd: home / ".qwen" / "settings.json",
+        matcher="startup",  # an exact value, `a|b` or a regex
+        # Unlike Gemini CLI (its upstream), Qwen Code's hook timeout is in seconds.
+        extra={"name": "sessionvault", "timeout": 5, "description": "Load the last SessionVault session"},
+        # Claude-style names: Stop (every turn), PreCompact, SessionEnd (interactive sessions only:
+        # a headless run ends without one; fixture: tests/fixtures/transcripts/qwen-0.24.4).
+        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
+        end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S},
+    ),
+    "copilot-cli": HookSpec(
+        title="GitHub Copilot CLI",
+        # User-level hooks (https://docs.github.com/en/copilot/reference/copilot-cli-reference/
+        # cli-hooks-reference): every ~/.copilot/hooks/*.json, {"version": 1, "hooks": {...}},
+        # each event a flat list of {"type": "command", "bash": ..., "timeoutSec": ...}. The
+        # PascalCase event names get Claude Code's snake_case input (session_id,
+        # transcript_path, hook_event_name), which `capture.hook` reads. SessionStart fires on
+        # every start (no matcher); a flat {"additionalContext": ...} on stdout reaches the model.
+        path=lambda home, cwd: home / ".copilot" / "hooks" / "sessionvault.json",
+        matcher=None,
+        command_key="bash",
+        extra={"timeoutSec": 5},
+        seed={"version": 1},
+        # Stop (every turn, with transcript_path), PreCompact, SessionEnd (each `-p` run ends
+        # with one); fixture: tests/fixtures/transcripts/copilot-cli-1.0.102.
+        end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
+        end_extra={"timeoutSec": HOOK_TIMEOUT_S},
+    ),
+    "amazon-q": HookSpec(
+        title="Amazon Q Developer CLI",
+        # A global agent named q_cli_default replaces the built-in default agent that `q chat`
+        # starts with; its `agentSpawn` hooks run when the agent starts, stdout into its context.
+        path=lambda home, cwd: home / ".aws" / "amazonq" / "cli-agents" / "q_cli_default.json",
+        matcher=None,
+        typed=False,
+        extra={"timeout_ms": 5000},
+        event="agentSpawn",
+        seed={  # the built-in default agent, as documented, so replacing it changes nothing else
+            "name": "q_cli_default",
+            "description": "Default agent, with the SessionVault session-start hook",
+            "tools": ["*"],
+            "allowedTools": ["fs_read"],
+            "resources": ["file://AmazonQ.md", "file://README.md", "file://.amazonq/rules/**/*.md"],
+            "useLegacyMcpJson": True,
+        },
+    ),
+}
