@@ -9,6 +9,7 @@ in the audit trail (`error_class`), never its message: messages may hold caller 
     ├── VaultError                  reported to the caller of a tool, the API or a page
     │   ├── ValidationFailed
     │   ├── NotFound                what the caller names is not theirs (404)
+    │   ├── WorkspaceDenied         not a member of the workspace named, or not allowed
     │   ├── ProviderUnavailable     the embedding or key service did not answer
     │   ├── ScopeMissing
     │   ├── QuotaExceeded
@@ -74,6 +75,17 @@ class NotFound(VaultError):
     and the web view."""
 
     error_class = "validation"
+
+
+class WorkspaceDenied(VaultError):
+    """The call named a workspace the caller cannot use as asked: not a member (or no such
+    workspace: the same answer), or a role that does not allow it (`role` "denied:<role>")."""
+
+    error_class = "validation"
+
+    def __init__(self, role: str | None, message: str = "no such workspace") -> None:
+        super().__init__(message)
+        self.role = role
 
 
 class ProviderUnavailable(VaultError):

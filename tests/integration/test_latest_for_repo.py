@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sessionvault.core import records
+from sessionvault.core.checkpoints import AUTO_HISTORY, is_automatic
 from sessionvault.service.vault import Vault
 
 from ..conftest import make_user
@@ -18,6 +19,7 @@ from ..conftest import make_user
 APP, LIB = "github.com/o/app", "github.com/o/lib"
 NAMES = {"plan": APP, "fix": APP, "auto/claude-code/x": APP, "lib": LIB}
 CLIENTS = ("", "codex", "gemini-cli")
+HISTORY = 100
 
 
 @dataclass
@@ -29,8 +31,10 @@ class Offer:
     superseded: bool = False
     expired: bool = False
 
+    pruned: bool = False  # its version left the history (the offer goes with it)
+
     def claimable_by(self, client: str, repo: str) -> bool:
-        open_ = not (self.accepted or self.superseded or self.expired)
+        open_ = not (self.accepted or self.superseded or self.expired or self.pruned)
         return open_ and self.to in ("", client) and NAMES[self.name] == repo
 
 
@@ -43,6 +47,10 @@ class Model:
     def save(self, name: str, to: str | None) -> None:
         self.heads[name] = self.heads.get(name, 0) + 1
         self.saved_order = [n for n in self.saved_order if n != name] + [name]
+        keep = AUTO_HISTORY if is_automatic(name) else HISTORY  # versions kept before the head
+        for o in self.offers:
+            if o.name == name and o.version < self.heads[name] - keep:
+                o.pruned = True
         if to is not None:  # a newer offer for the same repo and target replaces the open one
             for o in self.offers:
                 if NAMES[o.name] == NAMES[name] and o.to == to and not o.accepted:
@@ -74,7 +82,7 @@ def _load(vault: Vault, who, **fields):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps)
 def test_the_latest_is_the_newest_save_unless_an_open_offer_to_this_client_exists(runtime, pg, steps):
-    vault = Vault(runtime.db, runtime.keys, runtime.vault.embedder, history_keep=100)
+    vault = Vault(runtime.db, runtime.keys, runtime.vault.embedder, history_keep=HISTORY)
     user = make_user(runtime)
     who, model, n = user.principal, Model(), 0
     for op, a, b in steps:

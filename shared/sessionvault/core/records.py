@@ -38,6 +38,12 @@ def _commit(value: str) -> str:
 
 
 Commit = Annotated[str, Field(max_length=40), AfterValidator(_commit)]
+# A workspace's name (docs/teams.md); empty = the caller's personal space.
+Workspace = Annotated[
+    str,
+    Field(max_length=MAX_NAME, description="A workspace you belong to; empty = your personal space"),
+    AfterValidator(_no_nul),
+]
 Branch = Annotated[str, Field(max_length=200), AfterValidator(_no_nul)]
 
 
@@ -71,10 +77,22 @@ class SaveArgs(Strict):
     commit: Annotated[Commit, Field(description="Git commit (HEAD)")] = ""
     handoff: Annotated[bool, Field(description="Offer this version as a handoff to the next client")] = False
     to_client: Annotated[Client, Field(description="Offer it only to this client (implies handoff)")] = ""
+    workspace: Workspace = ""
+    to_person: Annotated[
+        str,
+        Field(max_length=MAX_NAME, description="Offer it to this member of the workspace (implies handoff)"),
+        AfterValidator(_no_nul),
+    ] = ""
+
+    @model_validator(mode="after")
+    def _a_person_is_in_a_workspace(self) -> SaveArgs:
+        if self.to_person and not self.workspace:
+            raise ValueError("to_person: offers to a person are made in a workspace; give workspace too")
+        return self
 
 
 # Tool arguments that steer a save but are not part of the stored record.
-SAVE_CONTROLS = frozenset({"handoff", "to_client"})
+SAVE_CONTROLS = frozenset({"handoff", "to_client", "workspace", "to_person"})
 
 
 class LoadArgs(Strict):
@@ -96,6 +114,7 @@ class LoadArgs(Strict):
     max_tokens: Annotated[
         int, Field(ge=0, le=100_000, description="Budget; cuts lists, reports omitted; 0 = none")
     ] = 0
+    workspace: Workspace = ""
 
     @model_validator(mode="after")
     def _version_needs_a_name(self) -> LoadArgs:
@@ -111,16 +130,19 @@ class SearchArgs(Strict):
     repo: Annotated[Repo, Field(description="Only this repo")] = ""
     max_results: Annotated[int, Field(ge=1, le=20)] = 5
     max_tokens: Annotated[int, Field(ge=0, le=100_000, description="Budget; 0 = none")] = 0
+    workspace: Workspace = ""
 
 
 class ListArgs(Strict):
     repo: Annotated[Repo, Field(description="Only this repo")] = ""
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Annotated[str, Field(max_length=200, description="next_cursor of the previous page")] = ""
+    workspace: Workspace = ""
 
 
 class DeleteArgs(Strict):
     name: Name
+    workspace: Workspace = ""
 
 
 class DeleteAllArgs(Strict):
@@ -129,6 +151,7 @@ class DeleteAllArgs(Strict):
         str, Field(max_length=200, description="From the first call; empty = count and get a token")
     ] = ""
     confirm_phrase: Annotated[str, Field(max_length=100, description="Exactly: I CONFIRM DELETE ALL")] = ""
+    workspace: Workspace = ""
 
 
 # The record as stored (encrypted) and returned by load_session.

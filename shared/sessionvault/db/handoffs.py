@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from sessionvault.db.pool import Connection, Cursor, Database
 from sessionvault.db.sessions import RECORD_COLUMNS, STATE_COLUMNS, Row
+from sessionvault.db.workspaces import ELSEWHERE
 
 # The offer a handoff to `client` may claim: open, not expired, for anyone or for `client`.
 _CLAIMABLE = """
     h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
-    AND (h.to_client = '' OR h.to_client = %(client)s)"""
+    AND (h.to_client = '' OR h.to_client = %(client)s)
+    AND (h.to_user IS NULL OR h.to_user = %(actor)s::uuid)"""
 
 # The claim: the newest open offer, taken by one UPDATE. Concurrent claims of the same row
 # queue on its lock; each re-checks `accepted_at IS NULL` once the winner commits and finds
@@ -22,6 +24,9 @@ WITH pick AS (
     + _CLAIMABLE
     + """
       AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
+      -- the newest across the caller's spaces wins: not this one if a workspace's is newer
+      AND h.offered_at > coalesce((SELECT e.offered_at FROM sessionvault_newest_offer_elsewhere(
+              %(repo)s, %(client)s) e), '-infinity')
     ORDER BY h.offered_at DESC LIMIT 1
 ),
 claimed AS (
@@ -58,19 +63,31 @@ ORDER BY (h.to_client = '' OR h.to_client = %(client)s) DESC, h.offered_at DESC 
 
 
 def claim(
-    db: Database, user_id: str, repo: str, client: str, credential: str = ""
-) -> tuple[Row | None, Row | None]:
-    """Claim the newest open handoff of `repo` ('' = any) that `client` may take: (the claimed
-    version's row, as `get_by_name` returns it, or None; the newest offer `client` could see,
-    to say who took it or that it expired). One statement claims, one flight in all."""
-    params = {"user_id": user_id, "repo": repo, "client": client, "credential": credential}
+    db: Database, user_id: str, repo: str, client: str, credential: str = "", actor: str | None = None
+) -> tuple[Row | None, Row | None, Row | None]:
+    """Claim the newest open handoff of `repo` ('' = any) in space `user_id` that `client` and
+    the person `actor` (default: the space's own person) may take, unless one of the caller's
+    workspaces holds a newer one: (the claimed version's row, as `get_by_name` returns it, or
+    None; the newest offer they could see, to say who took it or that it expired; that newer
+    offer elsewhere, `workspaces.ELSEWHERE`'s row, or None). One statement claims, one flight."""
+    params = {
+        "user_id": user_id,
+        "repo": repo,
+        "client": client,
+        "credential": credential,
+        "actor": actor or user_id,
+    }
 
-    def work(conn: Connection) -> tuple[Cursor, Cursor]:
-        return conn.execute(_CLAIM, params), conn.execute(_LAST_OFFER, params)
+    def work(conn: Connection) -> tuple[Cursor, Cursor, Cursor]:
+        return (
+            conn.execute(_CLAIM, params),
+            conn.execute(_LAST_OFFER, params),
+            conn.execute(ELSEWHERE, (repo, client)),
+        )
 
     # Not idempotent: a rerun after COMMIT would find the offer taken, by this very caller.
-    won, last = db.in_tenant(user_id, work, idempotent=False)
-    return won.fetchone(), last.fetchone()
+    won, last, elsewhere = db.in_tenant(user_id, work, idempotent=False)
+    return won.fetchone(), last.fetchone(), elsewhere.fetchone()
 
 
 # Offers, newest first, with their state (the HTTP API's handoff list; the web view's).

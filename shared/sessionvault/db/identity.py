@@ -24,23 +24,26 @@ def is_uuid(value: str) -> bool:
     return True
 
 
-def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey) -> None:
-    """A new user row with its wrapped data key; AccountError when the name is taken."""
+def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey, kind: str = "person") -> None:
+    """A new tenant row (a person, or a workspace: migration 0013) with its wrapped data key;
+    AccountError when the name is taken (people and workspaces share one namespace)."""
     try:
         with db.identity() as conn:
             conn.execute(
-                "INSERT INTO users (id, name, dek_wrapped, key_id) VALUES (%s, %s, %s, %s)",
-                (user_id, name, wrapped.blob, wrapped.key_id),
+                "INSERT INTO users (id, name, dek_wrapped, key_id, kind) VALUES (%s, %s, %s, %s, %s)",
+                (user_id, name, wrapped.blob, wrapped.key_id, kind),
             )
     except psycopg.errors.UniqueViolation:
-        raise AccountError(f"a user named {name!r} already exists") from None
+        raise AccountError(f"the name {name!r} is taken (by a user or a workspace)") from None
 
 
 def resolve_user(db: Database, user: str) -> str:
     """A user id from an id (anything that parses as a UUID) or else a name: never both."""
     column = "id" if is_uuid(user) else "name"
     with db.identity() as conn:
-        row = conn.execute(f"SELECT id FROM users WHERE {column}::text = %s", (user,)).fetchone()
+        row = conn.execute(
+            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'person'", (user,)
+        ).fetchone()
     if row is None:
         raise AccountError(f"no user {user!r}")
     return str(row["id"])
@@ -94,6 +97,7 @@ def list_users(db: Database) -> list[Row]:
             SELECT u.id::text AS id, u.name, u.created_at, u.disabled_at,
                    count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS keys
             FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
+            WHERE u.kind = 'person'
             GROUP BY u.id
             ORDER BY u.created_at, u.name
             """

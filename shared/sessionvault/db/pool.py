@@ -20,8 +20,11 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 import psycopg
+import psycopg.errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
+
+from sessionvault.errors import WorkspaceDenied
 
 T = TypeVar("T")
 Connection = psycopg.Connection[dict[str, Any]]
@@ -46,6 +49,25 @@ class Opening:
 
 # Per request (contextvars follow it into the worker thread that runs the tool).
 opening: ContextVar[Opening | None] = ContextVar("sessionvault_opening", default=None)
+
+
+@dataclass
+class Entering:
+    """The call works in workspace `space` for `caller`: its tenant transactions for `space`
+    open as the caller (the admission, or the caller's tenant setting), then enter the
+    workspace in the same flight (`sessionvault_enter_workspace`, migration 0013), which checks
+    the membership and its role for `access` (read, write or own) at that moment. `role` is
+    what the last entry answered."""
+
+    caller: str
+    space: str
+    access: str
+    tool: str = ""
+    role: str | None = None
+
+
+entering: ContextVar[Entering | None] = ContextVar("sessionvault_entering", default=None)
+_ENTER = "SELECT sessionvault_enter_workspace(%s, %s, %s) AS role"
 
 
 def _configure(conn: Connection) -> None:
@@ -156,20 +178,38 @@ class _Attempt(Generic[T]):
         self.final_flight = False  # what is still queued goes out with the COMMIT
 
     def run(self, pool: ConnectionPool[Connection]) -> T:
+        enter = entering.get()
+        if enter is not None and enter.space != self.user_id:
+            enter = None
+        tenant = enter.caller if enter is not None else self.user_id
         ride = opening.get()
-        if ride is not None and (ride.done or ride.user_id != self.user_id):
+        if ride is not None and (ride.done or ride.user_id != tenant):
             ride = None
-        with pool.connection() as conn, conn.pipeline():
-            self.conn = conn
-            conn.execute("BEGIN")
-            if ride is None:
-                conn.execute(_SET_TENANT, (self.user_id,))
-            else:
-                admitted = conn.execute(ride.sql, ride.params)
-            result = self.work(conn)
-            conn.execute("COMMIT")
-            self.final_flight = True
+        try:
+            with pool.connection() as conn, conn.pipeline():
+                self.conn = conn
+                conn.execute("BEGIN")
+                if ride is None:
+                    conn.execute(_SET_TENANT, (tenant,))
+                else:
+                    admitted = conn.execute(ride.sql, ride.params)
+                if enter is not None:
+                    entered = conn.execute(_ENTER, (enter.space, enter.access, enter.tool))
+                result = self.work(conn)
+                conn.execute("COMMIT")
+                self.final_flight = True
+        except psycopg.errors.InsufficientPrivilege:
+            if enter is None:
+                raise
+            # A write the workspace's policies refused: the entry cleared the tenant.
+            enter.role = None
+            raise WorkspaceDenied(None) from None
         if ride is not None:
             ride.done = True
             ride.settle(admitted.fetchone())  # raises when the opening did not admit
+        if enter is not None:
+            row = entered.fetchone()
+            enter.role = row["role"] if row else None
+            if enter.role is None or enter.role.startswith("denied:"):
+                raise WorkspaceDenied(enter.role)
         return result

@@ -47,6 +47,9 @@ class Offer:
     from_client: str
     to_client: str
     ttl_days: int
+    # In a workspace (migration 0013): who offered it, and the one member it is for (None: any).
+    from_user: str | None = None
+    to_user: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,11 +192,14 @@ _OFFER = (
 replaced AS (
     UPDATE handoffs SET superseded_at = clock_timestamp()
     WHERE user_id = %(user_id)s AND repo = %(repo)s AND to_client = %(to_client)s
+      AND to_user IS NOT DISTINCT FROM %(to_user)s::uuid
       AND accepted_at IS NULL AND superseded_at IS NULL AND EXISTS (SELECT 1 FROM saved)
 )
-INSERT INTO handoffs (session_id, version, user_id, repo, from_client, to_client, offered_at, expires_at)
+INSERT INTO handoffs (session_id, version, user_id, repo, from_client, to_client, offered_at, expires_at,
+                      from_user, to_user)
 SELECT saved.id, saved.version, %(user_id)s, %(repo)s, %(from_client)s, %(to_client)s,
-       clock_timestamp(), clock_timestamp() + make_interval(days => %(ttl_days)s)
+       clock_timestamp(), clock_timestamp() + make_interval(days => %(ttl_days)s),
+       %(from_user)s::uuid, %(to_user)s::uuid
 FROM saved
 """
 )
@@ -258,6 +264,8 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
                 "from_client": offer.from_client,
                 "to_client": offer.to_client,
                 "ttl_days": offer.ttl_days,
+                "from_user": offer.from_user,
+                "to_user": offer.to_user,
             }
             conn.execute(_OFFER, {**params, **offered})
         if checkpoint is not None:

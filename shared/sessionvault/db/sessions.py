@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.workspaces import ELSEWHERE
 
 Row = dict[str, Any]
 
@@ -23,7 +24,11 @@ STATE_COLUMNS = """
     h.version AS handoff_version, h.to_client AS handoff_to, h.from_client AS handoff_from,
     h.offered_at AS handoff_offered_at,
     h.expires_at AS handoff_expires_at, h.accepted_at AS handoff_accepted_at,
-    h.accepted_by AS handoff_accepted_by, h.accepted_with AS handoff_accepted_with"""
+    h.accepted_by AS handoff_accepted_by, h.accepted_with AS handoff_accepted_with,
+    CASE WHEN h.from_user IS NULL THEN NULL ELSE sessionvault_member_name(h.from_user) END
+        AS handoff_from_person,
+    CASE WHEN h.to_user IS NULL THEN NULL ELSE sessionvault_member_name(h.to_user) END
+        AS handoff_to_person"""
 
 # What a load returns, from sessions s, session_versions v and handoffs h: the one version's
 # ciphertext, the head, the version list and the offer's state (a claim returns the same).
@@ -63,6 +68,7 @@ WITH offer AS (
     SELECT h.session_id, h.version FROM handoffs h
     WHERE h.user_id = %(user_id)s AND (%(repo)s = '' OR h.repo = %(repo)s)
       AND (h.to_client = '' OR h.to_client = %(client)s)
+      AND (h.to_user IS NULL OR h.to_user = %(actor)s::uuid)
       AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()
     ORDER BY h.offered_at DESC LIMIT 1
 ),
@@ -117,11 +123,20 @@ def versions_of(db: Database, user_id: str, name: str) -> list[int] | None:
     return list(row["versions"]) if row else None
 
 
-def get_latest_for_repo(db: Database, user_id: str, repo: str, client: str = "") -> Row | None:
-    """The latest of `repo` ('' = any) for `client`: the newest open offer it may claim, else the
-    newest session by time (see _LATEST)."""
-    params = {"user_id": user_id, "repo": repo, "client": client}
-    return tenant_row(db, user_id, _LATEST, params)
+def get_latest_for_repo(
+    db: Database, user_id: str, repo: str, client: str = "", actor: str | None = None
+) -> tuple[Row | None, Row | None]:
+    """The latest of `repo` ('' = any) in space `user_id` for `client` and the person `actor`
+    (default: the space's own person): the newest open offer they may claim, else the newest
+    session by time (see _LATEST); and, in the same flight, the newest open offer they may
+    claim in one of their workspaces (`workspaces.ELSEWHERE`; none when `user_id` is one)."""
+    params = {"user_id": user_id, "repo": repo, "client": client, "actor": actor or user_id}
+
+    def work(conn: Connection) -> tuple[Cursor, Cursor]:
+        return conn.execute(_LATEST, params), conn.execute(ELSEWHERE, (repo, client))
+
+    latest, elsewhere = db.in_tenant(user_id, work, idempotent=True)
+    return latest.fetchone(), elsewhere.fetchone()
 
 
 # Each session's newest offer (if any) rides along: list_sessions shows its state.

@@ -14,7 +14,7 @@ from sessionvault.db import sessions as store
 from sessionvault.service import handoff, sealing
 
 
-def listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
+def listed(dek: bytes, user_id: str, row: Mapping[str, Any], workspace: str = "") -> dict[str, Any]:
     """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
     the database (or saved before MACs existed) lists with its client and preview withheld."""
     # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
@@ -30,6 +30,8 @@ def listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
         "client": row["client"] if trusted else "",
         "updated_at": store.iso(row["updated_at"]),
     }
+    if workspace:  # the space of each entry (absent: the caller's personal space)
+        entry["workspace"] = workspace
     if not trusted:
         entry["unverified"] = True  # load_session gives the authenticated record
     if is_automatic(row["name"]):
@@ -40,8 +42,8 @@ def listed(dek: bytes, user_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+def hit(record: dict[str, Any], hit: Mapping[str, Any], workspace: str = "") -> dict[str, Any]:
+    found = {
         "name": hit["name"],
         "repo": hit["repo"],
         "score": round(1.0 - float(hit["distance"]), 4),
@@ -49,6 +51,9 @@ def hit(record: dict[str, Any], hit: Mapping[str, Any]) -> dict[str, Any]:
         "saved_at": record["saved_at"],
         "summary": record["summary"],
     }
+    if workspace:
+        found["workspace"] = workspace
+    return found
 
 
 def not_found(args: LoadArgs, kept: list[int] | None = None) -> dict[str, Any]:

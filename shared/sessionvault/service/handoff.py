@@ -18,6 +18,10 @@ def state_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
     out: dict[str, Any] = {"state": state, "version": row["handoff_version"]}
     if row["handoff_to"]:
         out["to_client"] = row["handoff_to"]
+    if row.get("handoff_from_person"):  # in a workspace: who offered it, and to whom
+        out["offered_by"] = row["handoff_from_person"]
+    if row.get("handoff_to_person"):
+        out["to_person"] = row["handoff_to_person"]
     if state == "accepted":
         out["accepted_by"] = row["handoff_accepted_by"] or ""  # the name the claimer gave
         out["accepted_at"] = iso(row["handoff_accepted_at"])

@@ -79,22 +79,28 @@ def _micros(moment: datetime) -> int:
 
 
 def delete_all(vault: Vault, who: Principal, args: DeleteAllArgs) -> dict[str, Any]:
-    dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
+    """Both stages; in a workspace, an owner's call only (the database checks the role)."""
+    space = vault.spaces.of(who, args.workspace)
+    with vault.spaces.entered(who, space, "own", "delete_all_sessions"):
+        return _delete_all(vault, space.id, vault.keys.unwrap(space.id, space.wrapped), args)
+
+
+def _delete_all(vault: Vault, user_id: str, dek: bytes, args: DeleteAllArgs) -> dict[str, Any]:
     if not args.confirm_token:
-        count, at = deletes.count(vault.db, who.user_id, args.repo)
+        count, at = deletes.count(vault.db, user_id, args.repo)
         return {
             "deleted": False,
             "would_delete": count,
             "repo": args.repo or "(all repos)",
-            "confirm_token": make_token(dek, who.user_id, args.repo, Counted(at, count)),
+            "confirm_token": make_token(dek, user_id, args.repo, Counted(at, count)),
             "expires_in_s": TOKEN_TTL_S,
             "next": f"to delete, call delete_all_sessions again with this confirm_token, the same repo"
             f" and confirm_phrase {PHRASE!r}; it deletes these {count} sessions only, once",
         }
     if args.confirm_phrase != PHRASE:
         raise ValidationFailed(f"invalid arguments: confirm_phrase: must be exactly {PHRASE!r}")
-    counted = check_token(dek, who.user_id, args.repo, args.confirm_token)
-    removed = deletes.delete_all(vault.db, who.user_id, args.repo, counted.issued, counted.count)
+    counted = check_token(dek, user_id, args.repo, args.confirm_token)
+    removed = deletes.delete_all(vault.db, user_id, args.repo, counted.issued, counted.count)
     if removed is None:
         raise ValidationFailed(
             f"invalid arguments: confirm_token: it counted {counted.count} sessions, and they are not all"

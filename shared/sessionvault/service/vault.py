@@ -34,12 +34,20 @@ from sessionvault.core.records import (
 )
 from sessionvault.core.records import preview as make_preview
 from sessionvault.core.repos import canonical_repo
-from sessionvault.db import deletes, handoffs, saves, search
+from sessionvault.db import deletes, saves, search, workspaces
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
-from sessionvault.errors import KeyReplaced, ProviderUnavailable, QuotaExceeded, ScopeMissing, VaultError
-from sessionvault.service import answers, handoff, sealing
+from sessionvault.errors import (
+    KeyReplaced,
+    ProviderUnavailable,
+    QuotaExceeded,
+    ScopeMissing,
+    ValidationFailed,
+    VaultError,
+)
+from sessionvault.service import answers, claims, handoff, sealing
 from sessionvault.service.principal import Principal
+from sessionvault.service.spaces import Space, Spaces
 
 RELATED_LIMIT = 5
 # What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
@@ -78,9 +86,10 @@ class Vault:
         self.quota = quota
         self.redact = redact  # scrub secrets before anything is stored (settings.redact_secrets)
         self.handoff_ttl_days = handoff_ttl_days  # how long an offered handoff stays claimable
+        self.spaces = Spaces(db)
 
-    def _dek(self, who: Principal) -> bytes:
-        return self.keys.unwrap(who.user_id, who.wrapped_dek)
+    def _dek(self, space: Space) -> bytes:
+        return self.keys.unwrap(space.id, space.wrapped)
 
     def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
@@ -98,15 +107,16 @@ class Vault:
         name: str = record["name"]
         # Embed before the transaction: a slow provider must not hold row locks.
         vector = self.embedder.embed(embedding_text(record))
-        dek = self._dek(who)
+        space = self.spaces.of(who, args.workspace)
+        dek = self._dek(space)
         preview = make_preview(record["summary"])
         head = saves.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
 
         fp = crypto.fingerprint(dek)
-        digest = crypto.content_digest(dek, who.user_id, json.dumps(record, sort_keys=True).encode())
+        digest = crypto.content_digest(dek, space.id, json.dumps(record, sort_keys=True).encode())
         offer = None
-        if args.handoff or args.to_client:
-            offer = saves.Offer(record["client"], args.to_client, self.handoff_ttl_days)
+        if args.handoff or args.to_client or args.to_person:
+            offer = self._offer(who, space, record["client"], args)
         keep, checkpoint = self.history_keep, None
         if is_automatic(name):
             keep, checkpoint = (
@@ -116,11 +126,12 @@ class Vault:
         # Sealed before the transaction, under the version's own id: the save is one flight.
         # Its saved_at is this server's clock (the head's updated_at, the database's).
         record["saved_at"] = store.iso(datetime.now(UTC))
-        version = sealing.seal(dek, who.user_id, record, head)
+        version = sealing.seal(dek, space.id, record, head)
         policy = saves.Policy(keep, self.quota, fp, offer, digest, checkpoint)
-        row = saves.save(self.db, who.user_id, head, version, policy)
-        if row is None:
-            raise self._refusal(who, fp)
+        with self.spaces.entered(who, space, "write", "save_session"):
+            row = saves.save(self.db, space.id, head, version, policy)
+            if row is None:
+                raise self._refusal(space, fp)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
@@ -140,11 +151,27 @@ class Vault:
                 "to_client": offer.to_client,
                 "expires_in_days": offer.ttl_days,
             }
+            if args.to_person:
+                out["handoff"]["to_person"] = args.to_person
+        if space.name:
+            out["workspace"] = space.name
         return out
 
-    def _refusal(self, who: Principal, fp: bytes) -> VaultError:
+    def _offer(self, who: Principal, space: Space, client: str, args: SaveArgs) -> saves.Offer:
+        """The offer a save makes; in a workspace, from this person, to one member if named."""
+        if not space.name:
+            return saves.Offer(client, args.to_client, self.handoff_ttl_days)
+        to_user = None
+        if args.to_person:
+            with self.spaces.entered(who, space, "write", "save_session"):
+                to_user = workspaces.member_id(self.db, space.id, args.to_person)
+            if to_user is None:
+                raise ValidationFailed(f"to_person: no member named {args.to_person!r} in this workspace")
+        return saves.Offer(client, args.to_client, self.handoff_ttl_days, who.user_id, to_user)
+
+    def _refusal(self, space: Space, fp: bytes) -> VaultError:
         """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
-        used = saves.usage(self.db, who.user_id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
+        used = saves.usage(self.db, space.id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
         if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
             return KeyReplaced()
         return QuotaExceeded(
@@ -154,21 +181,25 @@ class Vault:
         )
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
-        dek = self._dek(who)
         if args.accept:
             if "write" not in who.scopes:  # a claim changes the handoff's state
                 raise ScopeMissing(scope_hint("write", "load_session with accept=true", who.scopes))
-            row, last = handoffs.claim(self.db, who.user_id, args.repo, args.client, who.credential)
+            space, row, last = claims.claim(self.db, self.spaces, who, args)
             if row is None:
                 return handoff.not_claimed(args, last)
         elif args.name:
-            row = store.get_by_name(self.db, who.user_id, args.name, args.version or None)
+            space = self.spaces.of(who, args.workspace)
+            with self.spaces.entered(who, space, "read", "load_session"):
+                row = store.get_by_name(self.db, space.id, args.name, args.version or None)
+                if row is None:
+                    kept = store.versions_of(self.db, space.id, args.name) if args.version else None
+                    return answers.not_found(args, kept)
         else:
-            row = store.get_latest_for_repo(self.db, who.user_id, args.repo, args.client)
+            space, row, _ = claims.latest(self.db, self.spaces, who, args)
         if row is None:
-            kept = store.versions_of(self.db, who.user_id, args.name) if args.version else None
-            return answers.not_found(args, kept)
-        record = sealing.open_record(dek, who.user_id, row)
+            return answers.not_found(args)
+        dek = self._dek(space)
+        record = sealing.open_record(dek, space.id, row)
         out: dict[str, Any] = {
             "notice": framing.RESULT_NOTICE,
             "found": True,
@@ -179,6 +210,8 @@ class Vault:
             "saved_at": record["saved_at"],
             "client": record["client"],  # the authenticated copy, not the plaintext column
         }
+        if space.name:
+            out["workspace"] = space.name
         if is_automatic(row["name"]):
             out["automatic"] = True
         for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
@@ -195,16 +228,17 @@ class Vault:
             out["versions"] = row["versions"]
             out.update({field: record[field] for field in RECORD_FIELDS})
             if args.mode == "full":
-                out["related"] = self._related(who, dek, row)
+                with self.spaces.entered(who, space, "read", "load_session"):
+                    out["related"] = self._related(space, dek, row)
         return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
 
-    def _related(self, who: Principal, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
+    def _related(self, space: Space, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
             return []
         hits = search.related(
-            self.db, who.user_id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
+            self.db, space.id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
-        return [answers.hit(sealing.open_record(dek, who.user_id, h), h) for h in hits]
+        return [answers.hit(sealing.open_record(dek, space.id, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         query = args.query
@@ -218,22 +252,23 @@ class Vault:
                 "semantic search is unavailable: no embedding provider answered;"
                 " list_sessions and load_session still work"
             )
-        dek = self._dek(who)
-        hits = search.nearest(
-            self.db, who.user_id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
-        )
-        return pack(
-            [answers.hit(sealing.open_record(dek, who.user_id, h), h) for h in hits],
-            args.max_tokens,
-            FRAME_CHARS,
-        )
+        space = self.spaces.of(who, args.workspace)
+        dek = self._dek(space)
+        with self.spaces.entered(who, space, "read", "search_sessions"):
+            hits = search.nearest(
+                self.db, space.id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
+            )
+        found = [answers.hit(sealing.open_record(dek, space.id, h), h, space.name) for h in hits]
+        return pack(found, args.max_tokens, FRAME_CHARS)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
-        rows = store.page(self.db, who.user_id, args.repo, args.limit + 1, after)
+        space = self.spaces.of(who, args.workspace)
+        with self.spaces.entered(who, space, "read", "list_sessions"):
+            rows = store.page(self.db, space.id, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
-        dek = self._dek(who) if shown else b""
-        sessions = [answers.listed(dek, who.user_id, r) for r in shown]
+        dek = self._dek(space) if shown else b""
+        sessions = [answers.listed(dek, space.id, r, space.name) for r in shown]
         more = len(rows) > args.limit
         return {
             "sessions": sessions,
@@ -241,7 +276,9 @@ class Vault:
         }
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
-        removed = deletes.delete(self.db, who.user_id, args.name)
+        space = self.spaces.of(who, args.workspace)
+        with self.spaces.entered(who, space, "write", "delete_session"):
+            removed = deletes.delete(self.db, space.id, args.name)
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}

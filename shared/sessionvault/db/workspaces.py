@@ -1,0 +1,141 @@
+"""Workspaces (migration 0013, docs/teams.md): a member's view through the definer functions
+(the serving role reads no membership itself), and the admin role's membership rows.
+
+A workspace is a `users` row of kind 'workspace': its id is the tenant of its sessions, its
+wrapped data key is that row's. Entering one inside a call's transaction is `db.pool.Entering`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg.errors
+
+from sessionvault.core.keys import WrappedKey
+from sessionvault.db.pool import Database
+from sessionvault.errors import AccountError
+
+Row = dict[str, Any]
+ROLES = ("owner", "member", "reader")
+
+_RESOLVE = "SELECT id::text AS id, dek_wrapped, key_id, role FROM sessionvault_workspace(%s)"
+_MINE = "SELECT id::text AS id, name, role FROM sessionvault_my_workspaces()"
+ELSEWHERE = "SELECT space::text AS space, name, offered_at FROM sessionvault_newest_offer_elsewhere(%s, %s)"
+_MEMBER_ID = "SELECT sessionvault_member_id(%s)::text AS id"
+
+
+def resolve(db: Database, caller: str, name: str) -> Row | None:
+    """The caller's workspace `name`: id, wrapped key and role; None for a non-member (or no
+    such workspace: the same answer)."""
+    return db.in_tenant(caller, lambda conn: conn.execute(_RESOLVE, (name,)), idempotent=True).fetchone()
+
+
+def mine(db: Database, caller: str) -> list[Row]:
+    """Every workspace the caller belongs to: id, name, role."""
+    return list(db.in_tenant(caller, lambda conn: conn.execute(_MINE), idempotent=True))
+
+
+def member_id(db: Database, space: str, name: str) -> str | None:
+    """Inside the entered workspace `space`: the id of its member named `name`, or None."""
+    row = db.in_tenant(space, lambda conn: conn.execute(_MEMBER_ID, (name,)), idempotent=True).fetchone()
+    return str(row["id"]) if row and row["id"] else None
+
+
+# ---------------------------------------------------------------- the admin role's side
+
+
+def create(db: Database, workspace_id: str, name: str, wrapped: WrappedKey, owner_id: str) -> None:
+    """The workspace's row, with its wrapped data key, and its first owner, in one transaction."""
+    try:
+        with db.identity() as conn:
+            conn.execute(
+                "INSERT INTO users (id, name, dek_wrapped, key_id, kind)"
+                " VALUES (%s, %s, %s, %s, 'workspace')",
+                (workspace_id, name, wrapped.blob, wrapped.key_id),
+            )
+            conn.execute(
+                "INSERT INTO workspace_members (workspace_id, user_id, role) VALUES (%s, %s, 'owner')",
+                (workspace_id, owner_id),
+            )
+    except psycopg.errors.UniqueViolation:
+        raise AccountError(f"the name {name!r} is taken (by a user or a workspace)") from None
+
+
+def find(db: Database, name: str) -> str:
+    """A workspace's id by its name (AccountError if there is none)."""
+    with db.identity() as conn:
+        row = conn.execute("SELECT id FROM users WHERE name = %s AND kind = 'workspace'", (name,)).fetchone()
+    if row is None:
+        raise AccountError(f"no workspace {name!r}")
+    return str(row["id"])
+
+
+def set_role(db: Database, workspace_id: str, user_id: str, role: str, *, add: bool) -> str | None:
+    """Give `user_id` `role` in the workspace (adding them when `add`); the role they had before
+    (None: they were not a member). Refuses to leave the workspace without an owner."""
+    with db.identity() as conn:
+        before = _role(conn, workspace_id, user_id)
+        if before is None and not add:
+            raise AccountError("not a member of that workspace: add them first")
+        if before == "owner" and role != "owner":
+            _keep_an_owner(conn, workspace_id)
+        conn.execute(
+            "INSERT INTO workspace_members (workspace_id, user_id, role) VALUES (%s, %s, %s)"
+            " ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = EXCLUDED.role",
+            (workspace_id, user_id, role),
+        )
+    return before
+
+
+def remove(db: Database, workspace_id: str, user_id: str) -> str | None:
+    """Take `user_id` out of the workspace; the role they had (None: not a member)."""
+    with db.identity() as conn:
+        before = _role(conn, workspace_id, user_id)
+        if before == "owner":
+            _keep_an_owner(conn, workspace_id)
+        conn.execute(
+            "DELETE FROM workspace_members WHERE workspace_id = %s AND user_id = %s", (workspace_id, user_id)
+        )
+    return before
+
+
+def members(db: Database, workspace_id: str) -> list[Row]:
+    """The workspace's members: name, role and when they were added, owners first."""
+    with db.identity() as conn:
+        return conn.execute(
+            """SELECT u.name, m.role, m.added_at FROM workspace_members m JOIN users u ON u.id = m.user_id
+               WHERE m.workspace_id = %s
+               ORDER BY array_position(ARRAY['owner', 'member', 'reader'], m.role), u.name""",
+            (workspace_id,),
+        ).fetchall()
+
+
+def listing(db: Database, user_id: str | None = None) -> list[Row]:
+    """Every workspace (or those `user_id` belongs to, with their role): name, members, created."""
+    with db.identity() as conn:
+        return conn.execute(
+            """SELECT w.name, w.created_at, count(m.user_id) AS members,
+                      max(m.role) FILTER (WHERE m.user_id = %(user)s::uuid) AS role
+               FROM users w LEFT JOIN workspace_members m ON m.workspace_id = w.id
+               WHERE w.kind = 'workspace'
+               GROUP BY w.id
+               HAVING %(user)s::uuid IS NULL OR bool_or(m.user_id = %(user)s::uuid)
+               ORDER BY w.name""",
+            {"user": user_id},
+        ).fetchall()
+
+
+def _role(conn: Any, workspace_id: str, user_id: str) -> str | None:
+    row = conn.execute(
+        "SELECT role FROM workspace_members WHERE workspace_id = %s AND user_id = %s FOR UPDATE",
+        (workspace_id, user_id),
+    ).fetchone()
+    return str(row["role"]) if row else None
+
+
+def _keep_an_owner(conn: Any, workspace_id: str) -> None:
+    owners = conn.execute(
+        "SELECT count(*) AS n FROM workspace_members WHERE workspace_id = %s AND role = 'owner'",
+        (workspace_id,),
+    ).fetchone()
+    if owners["n"] <= 1:
+        raise AccountError("that is the workspace's last owner: make another member owner first")

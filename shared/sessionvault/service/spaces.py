@@ -1,0 +1,95 @@
+"""Which space a call works in: the caller's personal space, or a workspace they belong to
+(docs/teams.md), and entering it for the call's transactions.
+
+A workspace's name resolves to its id and wrapped data key once per instance and is then
+remembered for a few minutes: that memory is no grant. Every transaction of the call enters
+the workspace in its own flight (`db.pool.Entering`), where the database checks membership
+and role at that moment; a refusal forgets the name, and reads as "no such workspace" whether
+the caller was never a member, was removed a moment ago, or the workspace does not exist."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sessionvault.core.keys import WrappedKey
+from sessionvault.db import pool
+from sessionvault.db import workspaces as store
+from sessionvault.db.pool import Database
+from sessionvault.errors import WorkspaceDenied
+from sessionvault.service.principal import Principal
+
+REMEMBER_S = 300.0
+MAX_REMEMBERED = 1024
+# What each access needs, in words for a refusal.
+VERBS = {"read": "read", "write": "write to", "own": "manage (owners only)"}
+
+
+@dataclass(frozen=True)
+class Space:
+    """The tenant of a call's rows: the caller's own id, or a workspace's."""
+
+    id: str
+    wrapped: WrappedKey
+    name: str = ""  # the workspace's name; "" = the caller's personal space
+
+    @property
+    def label(self) -> str:
+        return self.name or "personal"
+
+
+class Spaces:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._known: dict[tuple[str, str], tuple[float, Space]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, who: Principal, workspace: str) -> Space:
+        """The space a call names: personal for "", else the caller's workspace of that name."""
+        if not workspace:
+            return Space(who.user_id, who.wrapped_dek)
+        key = (who.user_id, workspace)
+        with self._lock:
+            known = self._known.get(key)
+        if known is not None and known[0] > time.monotonic():
+            return known[1]
+        row = store.resolve(self.db, who.user_id, workspace)
+        if row is None:
+            raise WorkspaceDenied(None, _no_such(workspace, "read"))
+        space = Space(row["id"], WrappedKey.from_row(row), workspace)
+        with self._lock:
+            if len(self._known) >= MAX_REMEMBERED:
+                self._known.clear()
+            self._known[key] = (time.monotonic() + REMEMBER_S, space)
+        return space
+
+    @contextmanager
+    def entered(self, who: Principal, space: Space, access: str, tool: str) -> Iterator[pool.Entering | None]:
+        """The call's transactions for `space` enter it for `access` (read, write, own)."""
+        if not space.name:
+            yield None
+            return
+        entry = pool.Entering(who.user_id, space.id, access, tool)
+        token = pool.entering.set(entry)
+        try:
+            yield entry
+        except WorkspaceDenied as exc:
+            with self._lock:
+                self._known.pop((who.user_id, space.name), None)
+            raise WorkspaceDenied(exc.role, _no_such(space.name, access, exc.role)) from None
+        finally:
+            pool.entering.reset(token)
+
+    def mine(self, who: Principal) -> list[dict[str, str]]:
+        """The workspaces the caller belongs to: name and role."""
+        return [{"name": r["name"], "role": r["role"]} for r in store.mine(self.db, who.user_id)]
+
+
+def _no_such(name: str, access: str, role: str | None = None) -> str:
+    if role and role.startswith("denied:"):
+        held = role.removeprefix("denied:")
+        return f"your role in workspace {name!r} is {held}: it cannot {VERBS.get(access, access)} it"
+    return f"no workspace named {name!r} that you belong to (sessionvault workspace list shows yours)"
