@@ -35,7 +35,9 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "connect",
         help="print or write the MCP config that connects a client to SessionVault",
         description="Print the config snippet for CLIENT, or with --apply write it into "
-        "the client's own config file (a timestamped backup is kept).",
+        "the client's own config file. A file that changes is first copied into the state "
+        "folder (backups/<date-time>/<the file's path>), never beside it: a project's files "
+        "are one `git add .` away from a commit.",
     )
     p.add_argument(
         "client", choices=list(registry.CLIENTS), metavar="client", help=", ".join(registry.CLIENTS)
@@ -97,33 +99,32 @@ def _run_connect(args: argparse.Namespace) -> int:
             f"note: set {KEY_ENV} where {spec.title} starts, it reads the key from there",
             file=sys.stderr,
         )
-    try:
-        if not (args.apply or args.hooks):  # --hooks writes, so it implies --apply
-            print(registry.render(args.client, args.url, key, use_env=args.use_env), end="")
-            path = registry.config_path(args.client, home=Path.home(), cwd=Path.cwd())
-            print(f"# goes into {path}", file=sys.stderr)
-            return 0
-        result = files.apply(
-            args.client, args.url, key, use_env=args.use_env, home=Path.home(), cwd=Path.cwd()
-        )
-    except (ConfigFileError, OSError) as e:
-        print(f"sessionvault connect: {e}", file=sys.stderr)
-        return 2
-    _report(result)
-    if args.hooks:
+    home, cwd = Path.home(), Path.cwd()
+    if not (args.apply or args.hooks):  # --hooks writes, so it implies --apply
         try:
-            _report(hooks.install_hooks(args.client, home=Path.home(), cwd=Path.cwd(), url=args.url))
-            for done in hooks.install_checkpoint_hooks(
-                args.client, home=Path.home(), cwd=Path.cwd(), url=args.url
-            ):
-                _report(done)
+            print(registry.render(args.client, args.url, key, use_env=args.use_env), end="")
+            path = registry.config_path(args.client, home=home, cwd=cwd)
         except (ConfigFileError, OSError) as e:
             print(f"sessionvault connect: {e}", file=sys.stderr)
             return 2
+        print(f"# goes into {path}", file=sys.stderr)
+        return 0
+    results: list[ApplyResult] = []
+    try:
+        with files.one_run():  # one backup per file, however many entries change in it
+            results.append(files.apply(args.client, args.url, key, use_env=args.use_env, home=home, cwd=cwd))
+            if args.hooks:
+                results.append(hooks.install_hooks(args.client, home=home, cwd=cwd, url=args.url))
+                results += hooks.install_checkpoint_hooks(args.client, home=home, cwd=cwd, url=args.url)
+    except (ConfigFileError, OSError) as e:
+        _report(results)  # what was written before the failure, and where its backups are
+        print(f"sessionvault connect: {e}", file=sys.stderr)
+        return 2
+    _report(results)
     if registry.holds_literal_key(spec, args.use_env):
         # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
         where = " keep it out of git;" if spec.project_scoped else ""
-        print(f"note:{where} {result.path} holds the API key in plain text (mode 0600)", file=sys.stderr)
+        print(f"note:{where} {results[0].path} holds the API key in plain text (mode 0600)", file=sys.stderr)
     return 0
 
 
@@ -149,10 +150,19 @@ def _where_the_key_goes(title: str, key: str) -> None:
     )
 
 
-def _report(result: ApplyResult) -> None:
-    print(f"{'updated' if result.changed else 'already up to date'}: {result.path}")
-    if result.backup:
-        print(f"backup: {result.backup}")
+def _report(results: list[ApplyResult]) -> None:
+    """Each file once: whether it changed, then where its backup is (the state folder, never
+    beside the file: a project's files are one `git add .` from a commit)."""
+    changed: dict[Path, bool] = {}
+    backups: dict[Path, Path] = {}
+    for result in results:
+        changed[result.path] = changed.get(result.path, False) or result.changed
+        if result.backup is not None:
+            backups.setdefault(result.path, result.backup)
+    for path, did in changed.items():
+        print(f"{'updated' if did else 'already up to date'}: {path}")
+    for path, backup in backups.items():
+        print(f"backup of {path} as it was: {backup}")
 
 
 def add_bridge(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -78,7 +78,7 @@ def test_cli_apply_writes_and_reports_path_and_backup(
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert f"updated: {path}" in out
-    assert "backup: " in out
+    assert f"backup of {path} as it was: " in out
     assert json.loads(path.read_text())["mcpServers"]["sessionvault"] == ENV_FORM["claude-code"]
     assert args.func(args) == 0
     assert f"already up to date: {path}" in capsys.readouterr().out
@@ -156,3 +156,33 @@ def test_connect_help_lists_every_client(capsys: pytest.CaptureFixture[str]) -> 
     assert len(CLIENTS) >= 20
     for client in CLIENTS:
         assert client in out
+
+
+def test_connect_with_hooks_keeps_one_backup_per_file_outside_the_project_and_says_where(
+    home: Path, cwd: Path, state: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", "sv_live_" + "H" * 32)
+    project, settings = cwd / ".mcp.json", home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    project.write_text('{"mcpServers": {}}\n')
+    settings.write_text('{"theme": "dark"}\n')
+    args = _parse(["connect", "claude-code", "--hooks"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    # Four entries changed in settings.json (the session-start hook and three end-of-work
+    # events): one line for the file, one backup of it.
+    assert out.count(f"updated: {settings}") == 1 and out.count(f"updated: {project}") == 1
+    said = {
+        line.split(" as it was: ")[0]: Path(line.split(" as it was: ")[1])
+        for line in out
+        if " as it was: " in line
+    }
+    assert set(said) == {f"backup of {project}", f"backup of {settings}"}
+    kept = sorted(p for p in (state / "backups").rglob("*") if p.is_file())
+    assert kept == sorted(said.values())
+    assert said[f"backup of {settings}"].read_text() == '{"theme": "dark"}\n'
+    assert said[f"backup of {project}"].read_text() == '{"mcpServers": {}}\n'
+    assert sorted(p.name for p in cwd.iterdir()) == [".mcp.json"]  # nothing for `git add .`
+    assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]

@@ -1,19 +1,27 @@
 """Writing one entry into a client's own config file, safely: everything else in the file is
 kept (comments too), the edit is re-parsed and checked before it is written, the old file is
 backed up, and the write is atomic. Client configs and session-start hooks both go through
-`set_member`."""
+`set_member`.
+
+Backups go into the state folder, never beside the file: a project's `.mcp.json` or
+`.claude/settings.json` sits in a git work tree, where `git add .` would commit a copy (which
+may hold a key). One run of `connect` makes one backup per file, however many entries it
+changes there: the file as it was before the run."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from sessionvault.errors import ConfigFileError
+from sessionvault.local.config import state_folder
 from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.local.setup import jsonc, toml
 from sessionvault.local.setup.registry import client_spec, config_path, entry, holds_literal_key
@@ -33,6 +41,62 @@ class ApplyResult:
     path: Path
     changed: bool
     backup: Path | None  # None when nothing changed or there was no file to back up
+
+
+BACKUPS = "backups"  # the folder, in the state folder, that holds every run's backups
+
+
+class Backups:
+    """One run's backups: `<state>/backups/<YYYYmmdd-HHMMSS>/<the file's absolute path>` (the
+    folder says when, the path inside it which file), private (0700 folders, 0600 files). A
+    file is copied on its first change in the run only; a file the run created has none."""
+
+    def __init__(self, folder: Path, now: datetime | None = None) -> None:
+        self.folder = folder
+        self.now = now or datetime.now()
+        self.kept: dict[Path, Path | None] = {}  # each file seen -> its backup
+        self._run: Path | None = None
+
+    def keep(self, real: Path, text: str) -> Path | None:
+        """The backup of `real` (whose content is `text` before this change), made now unless
+        this run has seen the file before."""
+        if real not in self.kept:
+            copy = self.run_folder() / real.relative_to(real.anchor) if real.exists() else None
+            if copy is not None:
+                write_atomic(copy, text, 0o600)  # the old file may hold a key
+            self.kept[real] = copy
+        return self.kept[real]
+
+    def run_folder(self) -> Path:
+        if self._run is None:
+            self.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.folder.mkdir(exist_ok=True, mode=0o700)
+            stem = f"{self.now:%Y%m%d-%H%M%S}"
+            run, n = self.folder / stem, 1
+            while run.exists():  # another run within the same second
+                run, n = self.folder / f"{stem}-{n}", n + 1
+            run.mkdir(mode=0o700)
+            self._run = run
+        return self._run
+
+
+_RUN: ContextVar[Backups | None] = ContextVar("sessionvault_backups", default=None)
+
+
+def backup_folder() -> Path:
+    """Where backups go: `backups` in the state folder ($SESSIONVAULT_HOME, ~/.sessionvault)."""
+    return state_folder(os.environ) / BACKUPS
+
+
+@contextmanager
+def one_run(now: datetime | None = None) -> Iterator[Backups]:
+    """Every change made inside is one run: one backup per file, in one folder."""
+    backups = Backups(backup_folder(), now)
+    token = _RUN.set(backups)
+    try:
+        yield backups
+    finally:
+        _RUN.reset(token)
 
 
 def read(path: Path, fmt: str = "json") -> dict[str, Any]:
@@ -73,7 +137,8 @@ def set_member(
     """Make `file[container][name] == value`, keeping everything else.
 
     Idempotent: when the value is already there, the file is not touched and no backup is
-    made. Otherwise the old file is copied to `<file>.bak-YYYYmmddHHMMSS` first."""
+    made. Otherwise the old file is copied into the state folder first (`Backups`: once per
+    file in a `one_run`, else a run of its own)."""
     real = path.resolve()  # follow a symlinked config (dotfile managers), keep the link
     old = real.read_text(encoding="utf-8") if real.exists() else ""
     load, put = FORMATS[fmt]
@@ -90,20 +155,10 @@ def set_member(
     # The edit is textual (to keep comments), so check that the only change is ours.
     if load(new) != {**data, container: {**holder, name: value}}:
         raise ConfigFileError(f"{path}: could not edit the file safely; nothing was written")
-    backup = _backup(real, old, now or datetime.now()) if real.exists() else None
+    backup = (_RUN.get() or Backups(backup_folder(), now)).keep(real, old)
     mode = 0o600 if private else (real.stat().st_mode & 0o777 if real.exists() else 0o644)
     write_atomic(real, new, mode)
     return ApplyResult(path=path, changed=True, backup=backup)
-
-
-def _backup(real: Path, text: str, now: datetime) -> Path:
-    stem = f"{real.name}.bak-{now:%Y%m%d%H%M%S}"
-    backup, n = real.with_name(stem), 1
-    while backup.exists():  # two changing applies within one second
-        backup, n = real.with_name(f"{stem}-{n}"), n + 1
-    # The old file may hold a key: the copy is private whatever the original's mode was.
-    write_atomic(backup, text, 0o600)
-    return backup
 
 
 def write_atomic(path: Path, text: str, mode: int) -> None:

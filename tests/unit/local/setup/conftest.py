@@ -1,4 +1,4 @@
-"""Fixtures for the client-config tests: a fake home and project folder, on Linux."""
+"""Fixtures for the client-config tests: a fake home, project folder and state folder, on Linux."""
 
 from __future__ import annotations
 
@@ -23,3 +23,11 @@ def cwd(tmp_path: Path) -> Path:
 @pytest.fixture(autouse=True)
 def _linux(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The state folder, where backups of changed configs go: never the real ~/.sessionvault."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("SESSIONVAULT_HOME", str(folder))
+    return folder

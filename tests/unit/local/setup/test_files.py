@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local.setup.files import apply, read
+from sessionvault.local.setup import files
+from sessionvault.local.setup.files import apply, backup_folder, read
 from sessionvault.local.setup.registry import config_path
 
 from .documented import ENV_FORM, KEY, LITERAL, URL, parse
@@ -21,7 +22,10 @@ T2 = datetime(2026, 1, 2, 3, 4, 9)
 
 
 def backups(path: Path) -> list[Path]:
-    return sorted(path.parent.glob(path.name + ".bak-*"))
+    """Every backup of `path`: <state>/backups/<run>/<its absolute path>; never one beside it."""
+    real = path.resolve()
+    assert [p for p in real.parent.iterdir() if p.name.startswith(real.name + ".")] == []
+    return sorted(backup_folder().glob("*/" + str(real.relative_to(real.anchor))))
 
 
 def mode(path: Path) -> int:
@@ -74,7 +78,7 @@ def test_apply_twice_is_idempotent_with_one_backup(client: str, home: Path, cwd:
     assert first.changed and not second.changed
     assert second.backup is None
     assert backups(path) == [first.backup]
-    assert first.backup.name == f"{path.name}.bak-20260102030405"
+    assert first.backup == backup_folder() / "20260102-030405" / path.relative_to(path.anchor)
     assert first.backup.read_text() == original
     assert mode(first.backup) == 0o600
     assert path.read_text() == written
@@ -260,7 +264,8 @@ def test_changing_applies_in_one_second_keep_both_backups(home: Path, cwd: Path)
     path.write_text("{}\n")
     apply("cursor", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
     second = apply("cursor", "https://other:9/mcp", KEY, use_env=False, home=home, cwd=cwd, now=T1)
-    assert second.backup is not None and second.backup.name.endswith("-1")
+    assert second.backup is not None
+    assert second.backup.relative_to(backup_folder()).parts[0] == "20260102-030405-1"
     assert len(backups(path)) == 2
 
 
@@ -308,3 +313,38 @@ def test_amp_container_is_one_dotted_key_beside_other_amp_settings(home: Path, c
         "amp.tools.disable": ["browser"],
         "amp.mcpServers": {"sessionvault": LITERAL["amp"][1]},
     }
+
+
+# --- backups --------------------------------------------------------------------------------
+
+
+def test_backups_are_kept_in_the_state_folder_not_in_the_project(home: Path, cwd: Path, state: Path) -> None:
+    path = cwd / ".mcp.json"  # Claude Code's project file: inside a git work tree
+    path.write_text('{"mcpServers": {}}\n')
+    result = apply("claude-code", URL, KEY, use_env=False, home=home, cwd=cwd, now=T1)
+    assert sorted(p.name for p in cwd.iterdir()) == [".mcp.json"]  # nothing for `git add .`
+    assert result.backup is not None and result.backup.is_relative_to(state / "backups")
+    assert result.backup.read_text() == '{"mcpServers": {}}\n'
+    for folder in (state, state / "backups", result.backup.parents[len(path.parts) - 2]):
+        assert mode(folder) == 0o700, folder  # the state folder, backups/, the run's folder
+    assert mode(result.backup) == 0o600
+
+
+def test_one_run_makes_one_backup_per_file_of_the_file_as_it_was(home: Path, cwd: Path) -> None:
+    settings, created = cwd / ".claude" / "settings.json", cwd / "new.json"
+    settings.parent.mkdir()
+    settings.write_text('{"theme": "dark"}\n')
+    with files.one_run(now=T1):
+        results = [
+            files.set_member(settings, "json", "hooks", event, [{"command": event}])
+            for event in ("SessionStart", "Stop", "SubagentStop", "PreCompact")
+        ]
+        made = [files.set_member(created, "json", "a", name, 1) for name in ("x", "y")]
+    assert all(r.changed for r in results) and {r.backup for r in results} == {results[0].backup}
+    assert backups(settings) == [results[0].backup]
+    assert results[0].backup is not None and results[0].backup.read_text() == '{"theme": "dark"}\n'
+    assert [r.backup for r in made] == [None, None]  # the run made it: nothing to go back to
+    assert backups(created) == []
+    # Outside a run every change is a run of its own.
+    again = files.set_member(settings, "json", "hooks", "Stop", [])
+    assert again.backup is not None and len(backups(settings)) == 2

@@ -80,7 +80,9 @@ def test_install_is_idempotent_keeps_other_settings_and_backs_up(client: str, tm
     path.chmod(0o640)
 
     first = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T1)
-    assert first.changed and first.backup == path.with_name(f"{path.name}.bak-20260102030405")
+    # The backup is in the state folder, not beside the file (files.Backups).
+    backup = hooks.files.backup_folder() / "20260102-030405" / path.relative_to("/")
+    assert first.changed and first.backup == backup
     assert first.backup.read_text() == text
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     after = json.loads(path.read_text())
@@ -97,7 +99,7 @@ def test_install_is_idempotent_keeps_other_settings_and_backs_up(client: str, tm
     second = hooks.install_hooks(client, home=tmp_path, cwd=tmp_path, now=T2)
     assert (second.changed, second.backup) == (False, None)
     assert path.read_text() == written
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, first.backup.name])
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
 def test_a_changed_url_replaces_the_old_hook_instead_of_adding_one(tmp_path: Path) -> None:
