@@ -5,16 +5,92 @@ repeated here so that importing an importer does not import pydantic."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from sessionvault.errors import ValidationFailed
 
 MAX_TEXT = 4000  # = records.MAX_TEXT: every string in the record
 MAX_ITEMS = 200  # = records.MAX_ITEMS: every list
 MAX_NAME = 200  # = records.MAX_NAME
 MAX_CLIENT = 300  # = records.MAX_REPO, the cap on `client`
 
+# What one import may read: an importer runs on a folder or database someone else may have
+# filled, so it is bounded like a request. One item (a note, a memory, an instructions file) as
+# large as a whole save may be (1 MB); one import as large as the API's import body (50 MB); and
+# ten times the default per-user session quota in items.
+MAX_ITEM_BYTES = 1_000_000
+MAX_IMPORT_BYTES = 50_000_000
+MAX_IMPORT_ITEMS = 10_000
+
 _SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass
+class Budget:
+    """What one import has read so far, against the caps above: `take` refuses, with an error
+    that names the item and the cap, the item that would go over one."""
+
+    items: int = 0
+    bytes: int = 0
+    max_item_bytes: int = field(default_factory=lambda: MAX_ITEM_BYTES)
+    max_bytes: int = field(default_factory=lambda: MAX_IMPORT_BYTES)
+    max_items: int = field(default_factory=lambda: MAX_IMPORT_ITEMS)
+
+    def take(self, size: int, what: str) -> None:
+        if size > self.max_item_bytes:
+            raise ValidationFailed(
+                f"{what} is {size:,} bytes, over the {self.max_item_bytes:,}-byte cap on one item; "
+                "nothing was imported"
+            )
+        if self.items + 1 > self.max_items:
+            raise ValidationFailed(
+                f"more than {self.max_items:,} items to import (at {what}); nothing was imported: "
+                "import a smaller part at a time"
+            )
+        if self.bytes + size > self.max_bytes:
+            raise ValidationFailed(
+                f"more than {self.max_bytes:,} bytes to import (at {what}); nothing was imported: "
+                "import a smaller part at a time"
+            )
+        self.items += 1
+        self.bytes += size
+
+
+def read_inside(file: Path, root: Path, budget: Budget, *, links: bool = False) -> str:
+    """The text of `file`, a regular file inside the folder `root` (resolved by the caller),
+    charged to `budget`. Without `links` the file itself must not be a symbolic link (it is
+    opened with O_NOFOLLOW, so it cannot become one between the check and the read); with
+    `links` a link is followed only to a regular file whose resolved path is inside `root`.
+    Anything else (a link out of the folder, a FIFO, a device, /proc) is a ValidationFailed."""
+    resolved = file.resolve()
+    if not resolved.is_relative_to(root):
+        raise ValidationFailed(f"{file} leads outside {root}: only files inside the folder are imported")
+    if not links and file.is_symlink():
+        raise ValidationFailed(
+            f"{file} is a symbolic link: only regular files inside the folder are imported "
+            "(copy the file in instead)"
+        )
+    try:
+        fd = os.open(resolved if links else file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ValidationFailed(f"{file} cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValidationFailed(f"{file} is not a regular file: only regular files are imported")
+        budget.take(info.st_size, str(file))
+        data = handle.read(budget.max_item_bytes + 1)
+    if len(data) > info.st_size:  # it grew while being read: charge what was read
+        budget.bytes += len(data) - info.st_size
+        if len(data) > budget.max_item_bytes or budget.bytes > budget.max_bytes:
+            raise ValidationFailed(f"{file} grew while it was read, over the import's caps")
+    return data.decode("utf-8", errors="replace")
 
 
 def clean(text: str) -> str:

@@ -19,6 +19,10 @@ The mapping, one session per note (docs/backup.md says the same to users):
 - client: `basic-memory`; repo: none.
 Dropped: frontmatter keys other than title, type, tags and permalink; files that are not
 Markdown; dot-folders (.git, .obsidian, .basic-memory) and their notes; the index (memory.db).
+
+Read: only regular files inside the folder, walked without following links; a note or folder
+that is a symbolic link refuses the import (a link named notes/env.md could point at
+/proc/self/environ). Bounded by _common.Budget: 1 MB a note, 50 MB and 10,000 notes an import.
 """
 
 from __future__ import annotations
@@ -54,27 +58,45 @@ _SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 def read(path: Path) -> list[dict[str, Any]]:
     """save_session arguments for every note under `path`, by file path."""
     path = path.expanduser()
-    if path.is_file():
-        return [_note(path, path.parent)]
+    budget = c.Budget()
     if not path.is_dir():
-        raise ValidationFailed(f"no basic-memory project at {path} (give the project folder or a note)")
-    return [_note(file, path) for file in _notes(path)]
+        if not (path.exists() or path.is_symlink()):
+            raise ValidationFailed(f"no basic-memory project at {path} (give the project folder or a note)")
+        folder = path.parent.resolve()
+        return [_note(c.read_inside(folder / path.name, folder, budget), folder / path.name, folder)]
+    folder = path.resolve()  # the folder named is trusted; nothing below it may lead out of it
+    return [_note(c.read_inside(file, folder, budget), file, folder) for file in _notes(folder, budget)]
 
 
-def _notes(folder: Path) -> list[Path]:
+def _notes(folder: Path, budget: c.Budget) -> list[Path]:
+    """The notes under `folder`, walked without following any link: a note or a folder that is
+    a symbolic link is refused (it could lead anywhere: /proc/self/environ, ~/.aws), as is a
+    walk over the import's item cap."""
     found: list[Path] = []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
         if entry.name.startswith(".") or entry.name in _SKIP_DIRS:
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            found += _notes(entry)
-        elif entry.is_file() and entry.suffix.lower() == ".md":
+        note = entry.suffix.lower() == ".md"
+        if entry.is_symlink():
+            if note or entry.is_dir():
+                raise ValidationFailed(
+                    f"{entry} is a symbolic link: only regular files inside the folder are imported "
+                    "(copy the note in instead)"
+                )
+            continue
+        if entry.is_dir():
+            found += _notes(entry, budget)
+        elif note and entry.is_file():
             found.append(entry)
+        if len(found) > budget.max_items:
+            raise ValidationFailed(
+                f"more than {budget.max_items:,} notes under {folder}; nothing was imported: "
+                "import one folder at a time"
+            )
     return found
 
 
-def _note(file: Path, folder: Path) -> dict[str, Any]:
-    text = file.read_text(encoding="utf-8", errors="replace")
+def _note(text: str, file: Path, folder: Path) -> dict[str, Any]:
     meta, body = _frontmatter(text)
     relative = file.relative_to(folder).with_suffix("").as_posix()
     title = str(meta.get("title") or file.stem).strip()

@@ -12,6 +12,8 @@ The mapping (docs/backup.md says the same to users):
 - files: the file itself (its path in the repo);
 - repo: the checkout's repo, none outside git; client: claude-code, codex or gemini.
 Dropped: nothing else is read; files it imports (`@path` lines) are not followed.
+Read: regular files inside the folder given (a link is followed only to one inside it), 1 MB a
+file, 50 MB and 10,000 files an import (_common.Budget).
 """
 
 from __future__ import annotations
@@ -42,12 +44,16 @@ def reader(source: str) -> Callable[[Path], list[dict[str, Any]]]:
     def read(path: Path) -> list[dict[str, Any]]:
         path = path.expanduser()
         if path.is_file():
-            files = [path]
+            root, files = path.parent.resolve(), [path.parent.resolve() / path.name]
         elif path.is_dir():
-            files = _find(path, names, own, 0)
+            root = path.resolve()
+            files = _find(root, names, own, 0)
         else:
             raise ValidationFailed(f"no {names[0]} at {path} (give the file, or a folder to search)")
-        return [_file(file, client) for file in files]
+        budget = c.Budget()
+        # A link is followed only to a regular file inside the folder (CLAUDE.md -> AGENTS.md, as
+        # people keep them): never out of it.
+        return [_file(c.read_inside(file, root, budget, links=True), file, client) for file in files]
 
     read.__doc__ = f"save_session arguments for each {' or '.join(names)} at or under `path`."
     return read
@@ -74,8 +80,7 @@ def _find(folder: Path, names: tuple[str, ...], own: str, depth: int) -> list[Pa
     return found
 
 
-def _file(file: Path, client: str) -> dict[str, Any]:
-    text = file.read_text(encoding="utf-8", errors="replace")
+def _file(text: str, file: Path, client: str) -> dict[str, Any]:
     top = _checkout(file.parent)
     if top is not None:
         from sessionvault.local.hook.repo import current_repo  # runs git: only for a file in a checkout

@@ -23,6 +23,9 @@ The mapping, one session per memory (docs/backup.md says the same to users):
 Dropped: the embeddings, the metadata (but `reason`), confidence, access counts, quality
 scores, the knowledge graph (memory_graph), beliefs, sync state; deleted memories (and every
 version of a memory whose newest version was deleted) are not imported.
+
+Bounded like the other importers (_common.Budget): a row (its text columns) of at most 1 MB,
+at most 50 MB and 10,000 rows an import, deleted rows included; over a cap, nothing is imported.
 """
 
 from __future__ import annotations
@@ -102,7 +105,11 @@ def _rows(db: Path) -> list[dict[str, Any]]:
         select = ", ".join(col if col in columns else f"NULL AS {col}" for col in wanted)
         cursor = conn.execute(f"SELECT {select} FROM memories ORDER BY created_at, rowid")
         names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, row, strict=True)) for row in cursor]
+        budget = c.Budget()
+        rows: list[dict[str, Any]] = []
+        for row in cursor:  # streamed: a store over the caps is refused before it is all in memory
+            budget.take(_size(row), f"memory {len(rows) + 1} of {db}")
+            rows.append(dict(zip(names, row, strict=True)))
     except sqlite3.DatabaseError as exc:
         raise ValidationFailed(f"{db} cannot be read as an mcp-memory-service database: {exc}") from None
     finally:
@@ -112,6 +119,15 @@ def _rows(db: Path) -> list[dict[str, Any]]:
             row.setdefault(col, None)
         row["content"] = str(row["content"] or "")
     return rows
+
+
+def _size(row: tuple[Any, ...]) -> int:
+    """What a row weighs against the import's caps: its text and blob columns, in bytes."""
+    return sum(
+        len(v.encode("utf-8", "surrogatepass")) if isinstance(v, str) else len(v)
+        for v in row
+        if isinstance(v, str | bytes)
+    )
 
 
 def _metadata(row: dict[str, Any]) -> dict[str, Any]:
