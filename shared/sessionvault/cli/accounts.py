@@ -13,7 +13,7 @@ from sessionvault.names import LOCAL_USER
 
 # Actions that only look: they never make a state folder (a typo in $SESSIONVAULT_HOME is
 # named, not answered with the empty lists of a fresh database).
-READ_ONLY = frozenset({"list_users", "list_keys"})
+READ_ONLY = frozenset({"list_users", "list_keys", "list_members", "list_workspaces"})
 
 
 def act(action: str, **params: Any) -> dict[str, Any]:
@@ -159,7 +159,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sp.add_argument(
         "action",
         help="create_user, list_users, create_key, list_keys, revoke_key, disable_user, enable_user,"
-        " delete_user, rotate_keys, rekey_users; or the whole event as one JSON object,"
+        " delete_user, rotate_keys, rekey_users, create_workspace, add_member, set_member_role,"
+        " remove_member, list_members, list_workspaces, delete_workspace; or the whole event as one"
+        " JSON object,"
         ' e.g. \'{"action": "list_keys", "user": "alice"}\'',
     )
     sp.add_argument(

@@ -24,6 +24,7 @@ def parser() -> argparse.ArgumentParser:
         link,
         server,
         sessions,
+        workspaces,
     )
 
     p = argparse.ArgumentParser(prog="sessionvault", description=DESCRIPTION)
@@ -39,6 +40,7 @@ def parser() -> argparse.ArgumentParser:
     deploy.add_parsers(sub)
     config.add_parsers(sub)
     link.add_parsers(sub)
+    workspaces.add_parsers(sub)
     described(p)
     return p
 

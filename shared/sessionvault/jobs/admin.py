@@ -7,9 +7,6 @@ misspelt parameter (`scope` for `scopes`) is an error, never a silent default.""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,71 +16,18 @@ from sessionvault.core.keys import KmsKeyProvider
 from sessionvault.db import audit, identity
 from sessionvault.errors import AccountError, ErrorClass
 from sessionvault.jobs import rekey, rotation
+from sessionvault.jobs.actions import (
+    ACTIONS,
+    USER,
+    Event,
+    action,
+    check_parameters,
+    named_user,
+    unknown_action,
+    user_of,
+)
 from sessionvault.runtime import Runtime
 from sessionvault.service import accounts
-
-Event = dict[str, Any]
-Run = Callable[[Runtime, Event], dict[str, Any]]
-
-USER, USER_ALIAS = "user_id", "user"  # a user's id or name, under either key
-SHOWN = 40  # at most this much of a caller's unknown key is echoed back
-
-
-@dataclass(frozen=True)
-class Action:
-    run: Run
-    params: tuple[str, ...]  # the event keys it reads, besides "action" (USER: also USER_ALIAS)
-
-    def accepted(self) -> list[str]:
-        return [f"{p} (or {USER_ALIAS})" if p == USER else p for p in self.params]
-
-
-ACTIONS: dict[str, Action] = {}  # in the order they are listed to a caller
-
-
-def action(*params: str) -> Callable[[Run], Run]:
-    """Register the function as the action of its name, reading only `params`."""
-
-    def register(fn: Run) -> Run:
-        ACTIONS[fn.__name__] = Action(fn, params)
-        return fn
-
-    return register
-
-
-def check_parameters(event: Event) -> None:
-    """Refuse an event naming no known action, or with a key its action does not read: the
-    refusal names the unknown key(s) and the accepted ones."""
-    name = str(event.get("action", ""))
-    if name not in ACTIONS:
-        raise AccountError(_unknown_action())
-    known = ACTIONS[name]
-    allowed = ["action", *known.params, *([USER_ALIAS] if USER in known.params else [])]
-    unknown = [str(key)[:SHOWN] for key in event if key not in allowed]  # the caller's text: cut
-    if unknown:
-        named = ", ".join(repr(k) for k in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
-        close = difflib.get_close_matches(unknown[0], allowed[1:], n=1) if len(unknown) == 1 else []
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        accepted = f"accepted: {', '.join(known.accepted())}" if known.params else "it takes no parameters"
-        plural = "s" if len(unknown) > 1 else ""
-        raise AccountError(f"{name}: unknown parameter{plural} {named}{hint}; {accepted}")
-    if event.get(USER) and event.get(USER_ALIAS) and str(event[USER]) != str(event[USER_ALIAS]):
-        raise AccountError(f"give one of {USER}, {USER_ALIAS}: they name the same thing")
-
-
-def _unknown_action() -> str:
-    return f"unknown action; one of: {', '.join(ACTIONS)}"
-
-
-def _named_user(event: Event) -> str:
-    return str(event.get(USER) or event.get(USER_ALIAS) or "")
-
-
-def _user(rt: Runtime, event: Event) -> str:
-    ref = _named_user(event)
-    if not ref:
-        raise AccountError(f"this action needs {USER} (a user's id or name)")
-    return identity.resolve_user(rt.db, ref)
 
 
 def _scopes(value: Any) -> str:
@@ -117,7 +61,7 @@ def list_users(rt: Runtime, event: Event) -> dict[str, Any]:
 
 @action(USER, "label", "scopes")
 def create_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    user_id, scopes = _user(rt, event), apikeys.parse_scopes(_scopes(event.get("scopes")))
+    user_id, scopes = user_of(rt, event), apikeys.parse_scopes(_scopes(event.get("scopes")))
     key, prefix = accounts.create_key(rt.db, user_id, str(event.get("label", "")), scopes)
     return {
         "key": key,
@@ -137,7 +81,7 @@ def key_state(row: dict[str, Any]) -> str:
 
 @action(USER)
 def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
-    user = _user(rt, event) if _named_user(event) else None
+    user = user_of(rt, event) if named_user(event) else None
     rows = identity.list_keys(rt.db, user)
     stamps = ("created_at", "last_used_at", "revoked_at", "user_disabled_at")
     return {"keys": [{**_stamps(r, *stamps), "state": key_state(r)} for r in rows]}
@@ -145,7 +89,7 @@ def list_keys(rt: Runtime, event: Event) -> dict[str, Any]:
 
 @action("prefix", USER)
 def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
-    user = _user(rt, event) if _named_user(event) else None
+    user = user_of(rt, event) if named_user(event) else None
     named = str(event.get("prefix", ""))
     revoked = accounts.revoke_key(rt.db, named, user)
     return {"revoked": revoked, "prefix": apikeys.display_prefix(named), "user_id": user}
@@ -153,7 +97,7 @@ def revoke_key(rt: Runtime, event: Event) -> dict[str, Any]:
 
 @action(USER)
 def disable_user(rt: Runtime, event: Event) -> dict[str, Any]:
-    user_id = _user(rt, event)
+    user_id = user_of(rt, event)
     identity.disable_user(rt.db, user_id)
     return {"disabled": True, "user_id": user_id}
 
@@ -161,14 +105,14 @@ def disable_user(rt: Runtime, event: Event) -> dict[str, Any]:
 @action(USER)
 def enable_user(rt: Runtime, event: Event) -> dict[str, Any]:
     """Undo disable_user: the user's unrevoked keys (and OAuth tokens still in date) work again."""
-    user_id = _user(rt, event)
+    user_id = user_of(rt, event)
     identity.enable_user(rt.db, user_id)
     return {"enabled": True, "user_id": user_id}
 
 
 @action(USER)
 def delete_user(rt: Runtime, event: Event) -> dict[str, Any]:
-    user_id = _user(rt, event)
+    user_id = user_of(rt, event)
     identity.delete_user(rt.db, user_id)
     return {"deleted": True, "user_id": user_id}
 
@@ -186,8 +130,8 @@ def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
 def rekey_users(rt: Runtime, event: Event) -> dict[str, Any]:
     """Fresh data keys, sessions re-encrypted (after a suspected compromise): one user, or all
     users keyed before `before` (default: now; pass the answer's `before` again to resume)."""
-    if _named_user(event):
-        user_id = _user(rt, event)
+    if named_user(event):
+        user_id = user_of(rt, event)
         return {"user_id": user_id, "reencrypted_versions": rekey.rekey_user(rt, user_id)}
     try:
         before = datetime.fromisoformat(str(event["before"])) if event.get("before") else datetime.now(UTC)
@@ -202,7 +146,7 @@ def dispatch(rt: Runtime, event: Event, request_id: str = "") -> dict[str, Any]:
     name = str(event.get("action", ""))
     found = ACTIONS.get(name)
     if found is None:
-        answer = {"ok": False, "error": _unknown_action()}
+        answer = {"ok": False, "error": unknown_action()}
         _record(rt, "unknown", answer, request_id)  # the name is the caller's text: not recorded
         return answer
     try:
@@ -225,3 +169,7 @@ def _record(
     fields = {"action": action, "target_user_id": user_id, "key_prefix": prefix, "request_id": request_id}
     telemetry.logger().info("admin action", extra={**fields, "ok": answer["ok"]})
     audit.admin_action(rt.db, f"admin:{action}", user_id, prefix, request_id, error_class)
+
+
+# The workspace actions register after the ones above, so a caller sees them listed last.
+from sessionvault.jobs import workspace_admin as workspace_admin  # noqa: E402

@@ -8,7 +8,7 @@ import uuid
 
 from sessionvault.core import apikeys
 from sessionvault.core.keys import KeyProvider
-from sessionvault.db import identity
+from sessionvault.db import identity, workspaces
 from sessionvault.db.pool import Database
 from sessionvault.errors import AccountError
 
@@ -42,3 +42,14 @@ def revoke_key(db: Database, key_or_prefix: str, user_id: str | None = None) -> 
     if len(key_or_prefix) >= apikeys.PREFIX_CHARS:
         return identity.revoke_matching(db, "key_prefix", shown, user_id, shown)
     raise AccountError("give the key or its first 12 characters, e.g. sv_live_a1b2")
+
+
+def create_workspace(db: Database, provider: KeyProvider, name: str, owner_id: str) -> str:
+    """A new workspace named `name`, with a data key of its own wrapped by `provider` (bound to
+    the workspace's id) and `owner_id` as its first owner: its id."""
+    if identity.is_uuid(name):
+        raise AccountError("a workspace name cannot be a UUID; pick a name such as platform-team")
+    workspace_id = str(uuid.uuid4())
+    _dek, wrapped = provider.generate_data_key(workspace_id)
+    workspaces.create(db, workspace_id, name, wrapped, owner_id)
+    return workspace_id

@@ -28,6 +28,13 @@ def test_each_action_declares_the_parameters_it_reads():
         "delete_user": ("user_id",),
         "rotate_keys": (),
         "rekey_users": ("user_id", "before"),
+        "create_workspace": ("workspace", "owner"),
+        "add_member": ("workspace", "user_id", "role"),
+        "set_member_role": ("workspace", "user_id", "role"),
+        "remove_member": ("workspace", "user_id"),
+        "list_members": ("workspace",),
+        "list_workspaces": ("user_id",),
+        "delete_workspace": ("workspace",),
     }
 
 
