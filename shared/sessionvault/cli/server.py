@@ -56,7 +56,7 @@ def serve(
 ) -> None:
     """Serve until stopped. `sock`: the port, bound already (`statelock.bind`); `lock`: the
     state folder's, held already; both are released when the server stops."""
-    from sessionvault.local.host import listener, masterkey
+    from sessionvault.local.host import listener, masterkey, pressure
     from sessionvault.local.host.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
@@ -73,7 +73,7 @@ def serve(
     # that failed authentications are counted by.
     options: dict[str, Any] = {"log_level": "warning", "proxy_headers": False}
     try:
-        app = SessionVaultApp(rt)
+        app = pressure.Gate(SessionVaultApp(rt))  # 503 + Retry-After past a bounded queue
         sock = sock or statelock.bind(host, port)
         listener.build(app, host, port, **options).run(sockets=[sock])
     finally:
