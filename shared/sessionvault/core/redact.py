@@ -65,6 +65,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sessionvault.core.secret_context import apply_context
 from sessionvault.core.secret_patterns import PATTERNS, apply_pattern, marker
 
 
@@ -110,6 +111,7 @@ def _scrub_plain(text: str) -> tuple[str, list[str]]:
         return text, kinds
     for kind, pattern in PATTERNS:
         text = apply_pattern(text, kind, pattern, kinds)
+    text = apply_context(text, kinds)
     from sessionvault.core.secret_library import apply_library  # detect-secrets: on first use
 
     text = apply_library(text, kinds)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
+from sessionvault.core.secret_context import looks_fake
 from sessionvault.core.secret_patterns import AWS_ACCESS_KEY, MARKER_START, is_placeholder, marker
 
 _MAX_ROUNDS = 10_000  # per line: each round removes at least one finding; only a backstop
@@ -131,7 +132,7 @@ def _token_findings(plugin: Any, denylist: Any, line: str) -> Iterator[Finding]:
                 continue
             groups = [g for g in range(1, (regex.groups or 0) + 1) if len(match.group(g) or "") >= 16]
             for start, end in [match.span(g) for g in groups] or [_trimmed(line, *match.span(0))]:
-                if end > start and not is_placeholder(line[start:end]):
+                if end > start and not is_placeholder(line[start:end]) and not looks_fake(line[start:end]):
                     yield start, end, _library_kind(plugin.secret_type, line[start:end])
 
 
@@ -195,6 +196,8 @@ def _filtered(plugin: Any, value: str) -> bool:
     """detect-secrets' own heuristic filters, plus the entropy gate for high-entropy hits."""
     from detect_secrets.filters import heuristic
 
+    if value.startswith(_NOT_KEYS) or (plugin.secret_type == "Secret Keyword" and looks_fake(value)):
+        return True
     if (
         heuristic.is_templated_secret(value)
         or heuristic.is_sequential_string(value)
@@ -212,6 +215,14 @@ def _filtered(plugin: Any, value: str) -> bool:
             and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
         )
     return False
+
+
+# Base64 that is not a key: subresource-integrity digests (package locks) and the start of an
+# encoded image, font or document (PNG, JPEG, GIF, WebP, SVG, PDF, ICO, WOFF2).
+_NOT_KEYS = (
+    "sha1-", "sha256-", "sha384-", "sha512-", "iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "PHN2Zy",
+    "PD94bWwg", "JVBERi0", "AAABAA", "d09GMg",
+)  # fmt: skip
 
 
 def _library_kind(secret_type: str, value: str) -> str:
