@@ -179,6 +179,7 @@ def test_doctor_runs_the_command_each_hook_and_bridge_entry_will_run(server, use
     cwd.mkdir(parents=True)
     files.apply("claude-code", server.url, None, use_env=True, home=home, cwd=cwd)
     hooks.install_hooks("claude-code", home=home, cwd=cwd, url=server.url)
+    approve_in_claude_code(home, cwd)
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert code == 0, out
     assert "✓ Claude Code: the hook command `/" in out  # an absolute path, and it runs
@@ -205,3 +206,53 @@ def test_doctor_runs_the_command_each_hook_and_bridge_entry_will_run(server, use
     code, out = run_doctor(server.url, user.key, home, cwd)
     assert "✗ Claude Desktop: the bridge command does not run" in out
     assert f"fix: sessionvault connect claude-desktop --apply --url {server.url}" in out
+
+
+def approve_in_claude_code(home: Path, folder: Path, answer: str = "enabledMcpjsonServers") -> None:
+    """What Claude Code records in ~/.claude.json when the user answers its prompt for a
+    project's .mcp.json server ("Use this MCP server" / "Continue without")."""
+    state = home / ".claude.json"
+    data = json.loads(state.read_text()) if state.exists() else {"numStartups": 3}
+    data.setdefault("projects", {})[str(folder)] = {"hasTrustDialogAccepted": True, answer: ["sessionvault"]}
+    state.write_text(json.dumps(data))
+
+
+def test_doctor_says_what_to_do_while_claude_code_has_not_approved_the_server(
+    server, user, tmp_path: Path
+) -> None:
+    """`claude mcp list` shows a project's .mcp.json server "Pending approval" until the user
+    approves it: doctor must not say "all good" then, and it finds the projects Claude Code
+    knows from any folder."""
+    home, project, elsewhere = tmp_path / "home", tmp_path / "home" / "shop", tmp_path / "elsewhere"
+    project.mkdir(parents=True)
+    elsewhere.mkdir()
+    files.apply("claude-code", server.url, None, use_env=True, home=home, cwd=project)
+
+    code, out = run_doctor(server.url, user.key, home, project)
+    assert code == 1, out
+    assert f"✓ Claude Code: ~/shop/.mcp.json -> {server.url}" in out
+    assert (
+        '✗ Claude Code: the server in ~/shop/.mcp.json is "Pending approval" (not approved yet) in ~/shop'
+        in out
+    )
+    assert f'fix: cd {project} && claude, and choose "Use this MCP server"' in out
+    assert "all good" not in out
+
+    # Run from another folder: the project Claude Code knows is found, and still pending.
+    approve_in_claude_code(home, tmp_path / "unrelated")  # ~/.claude.json exists, project unknown
+    code, out = run_doctor(server.url, user.key, home, elsewhere)
+    assert code == 1 and "✗ no client is configured" in out, out  # the project is not known yet
+    assert "check one with sessionvault doctor --project DIR" in out
+
+    approve_in_claude_code(home, project, "disabledMcpjsonServers")
+    code, out = run_doctor(server.url, user.key, home, elsewhere)
+    assert code == 1, out
+    assert "✗ Claude Code: the server in ~/shop/.mcp.json was rejected in ~/shop" in out
+    assert "claude mcp reset-project-choices" in out
+
+    approve_in_claude_code(home, project)
+    for cwd in (project, elsewhere):
+        code, out = run_doctor(server.url, user.key, home, cwd)
+        assert code == 0, out
+        assert "✓ Claude Code: the server is approved in ~/shop" in out
+        assert out.rstrip().endswith("all good")

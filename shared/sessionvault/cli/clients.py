@@ -121,11 +121,32 @@ def _run_connect(args: argparse.Namespace) -> int:
         print(f"sessionvault connect: {e}", file=sys.stderr)
         return 2
     _report(results)
+    if spec.project_scoped:
+        _approval_note(results[0].path.parent, home)
     if registry.holds_literal_key(spec, args.use_env):
         # A project file (Claude Code's .mcp.json) is one `git add .` away from a leak.
         where = " keep it out of git;" if spec.project_scoped else ""
         print(f"note:{where} {results[0].path} holds the API key in plain text (mode 0600)", file=sys.stderr)
     return 0
+
+
+def _approval_note(folder: Path, home: Path) -> None:
+    """Claude Code uses a project's .mcp.json server only once the user approves it there: say
+    so, and how, unless it is approved already (approving is the user's decision: not made here)."""
+    from sessionvault.local.setup import claude_code
+
+    state = claude_code.approval(folder, home, claude_code.known(home))
+    if state != "approved":
+        why = (
+            "you rejected it there before"
+            if state == "rejected"
+            else '`claude mcp list` says "Pending approval"'
+        )
+        print(
+            f"note: Claude Code does not use this server until you approve it ({why}):\n"
+            f"  {claude_code.what_to_do(folder, state)}",
+            file=sys.stderr,
+        )
 
 
 def key_prefix(key: str) -> str:
@@ -193,13 +214,24 @@ def add_doctor(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "Exit code 0 when all is well, 1 otherwise.",
     )
     p.add_argument("--url", default=None, help=f"server URL (default: {SERVER_URL_HELP})")
+    p.add_argument(
+        "--project",
+        default=None,
+        metavar="DIR",
+        help="check the project in DIR as if run there (its .mcp.json; default: the current folder;"
+        " the projects Claude Code knows are checked anyway)",
+    )
     p.set_defaults(func=_run_doctor)
 
 
 def _run_doctor(args: argparse.Namespace) -> int:
     from sessionvault.local.setup import doctor
 
-    return doctor.run(args.url)
+    project = Path(args.project).expanduser().absolute() if args.project else None
+    if project is not None and not project.is_dir():
+        print(f"sessionvault doctor: --project {args.project}: no such folder", file=sys.stderr)
+        return 2
+    return doctor.run(args.url, cwd=project)
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

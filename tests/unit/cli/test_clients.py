@@ -186,3 +186,28 @@ def test_connect_with_hooks_keeps_one_backup_per_file_outside_the_project_and_sa
     assert said[f"backup of {project}"].read_text() == '{"mcpServers": {}}\n'
     assert sorted(p.name for p in cwd.iterdir()) == [".mcp.json"]  # nothing for `git add .`
     assert sorted(p.name for p in settings.parent.iterdir()) == ["settings.json"]
+
+
+def test_connect_claude_code_says_the_server_waits_for_approval_until_approved(
+    home: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", "sv_live_" + "P" * 32)
+    args = _parse(["connect", "claude-code", "--apply"])
+    assert args.func(args) == 0
+    err = capsys.readouterr().err
+    assert 'Claude Code does not use this server until you approve it (`claude mcp list` says "Pending' in err
+    assert f'cd {cwd} && claude, and choose "Use this MCP server"' in err
+    assert not (home / ".claude.json").exists()  # approving is the user's decision: nothing written
+
+    home.mkdir(exist_ok=True)
+    (home / ".claude.json").write_text(
+        json.dumps({"projects": {str(cwd): {"enabledMcpjsonServers": ["sessionvault"]}}})
+    )
+    args = _parse(["connect", "claude-code", "--apply"])
+    assert args.func(args) == 0
+    assert "approve" not in capsys.readouterr().err
+    args = _parse(["connect", "cursor", "--apply"])  # a client without such a step
+    assert args.func(args) == 0
+    assert "approve" not in capsys.readouterr().err

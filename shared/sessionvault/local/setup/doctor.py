@@ -18,7 +18,7 @@ from sessionvault.local import config
 from sessionvault.local.config import Config
 from sessionvault.local.host import target
 from sessionvault.local.remote import rpc
-from sessionvault.local.setup import files, registry
+from sessionvault.local.setup import claude_code, files, registry
 from sessionvault.local.setup.checks import Check, check_command, shown
 from sessionvault.local.setup.doctor_hooks import check_hooks, check_spool
 from sessionvault.names import DEFAULT_PORT, DEFAULT_URL, HOME_ENV, KEY_ENV, SERVER_NAME, URL_ENV
@@ -127,10 +127,11 @@ def _entry_argv(entry: Mapping[str, Any]) -> list[str] | None:
 
 
 def check_clients(
-    url: str, *, home: Path, cwd: Path, default: str = DEFAULT_URL
+    url: str, *, home: Path, cwd: Path, default: str = DEFAULT_URL, elsewhere: frozenset[str] = frozenset()
 ) -> tuple[list[Check], set[str]]:
     """One line per configured client; the names of the configured ones. `default`: the URL
-    `connect` resolves without --url (its fixes leave --url out for that one)."""
+    `connect` resolves without --url (its fixes leave --url out for that one); `elsewhere`:
+    clients configured in another project (checked by `check_claude_projects`)."""
     out: list[Check] = []
     configured: set[str] = set()
     missing: list[str] = []
@@ -138,7 +139,7 @@ def check_clients(
         path = registry.config_path(name, home=home, cwd=cwd)
         where = shown(path, home)
         if not path.exists():
-            missing.append(name)
+            (configured.add if name in elsewhere else missing.append)(name)
             continue
         try:
             data = files.read(path, spec.fmt)
@@ -148,7 +149,7 @@ def check_clients(
         servers = data.get(spec.container)
         entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
         if not isinstance(entry, dict):
-            missing.append(name)
+            (configured.add if name in elsewhere else missing.append)(name)
             continue
         configured.add(name)
         got = _entry_url(spec, entry)
@@ -178,6 +179,41 @@ def check_clients(
     return out, configured
 
 
+def check_claude_projects(
+    url: str, found: list[claude_code.Project], *, home: Path, here: Path, default: str = DEFAULT_URL
+) -> list[Check]:
+    """Claude Code's projects whose `.mcp.json` holds our server (those it knows, from
+    ~/.claude.json, and the current one): the URL (`here`, the current folder's file, was
+    checked with the other clients) and whether the user approved the server there: until
+    then Claude Code does not use it, and `claude mcp list` says "Pending approval"."""
+    out: list[Check] = []
+    for project in found:
+        where, folder = shown(project.mcp_json, home), shown(project.folder, home)
+        got = project.entry.get("url")
+        if project.mcp_json != here and _same_url(got, url):
+            out.append(Check(True, f"Claude Code: {where} -> {url}"))
+        elif project.mcp_json != here:
+            fix = f"cd {project.folder} && " + _with_url(
+                "sessionvault connect claude-code --apply", url, default
+            )
+            out.append(Check(False, f"Claude Code: {where} points to {got or 'no URL'}, not {url}", fix))
+        if project.approval == "approved":
+            out.append(Check(True, f"Claude Code: the server is approved in {folder}"))
+            continue
+        why = "was rejected" if project.approval == "rejected" else 'is "Pending approval" (not approved yet)'
+        text = f"Claude Code: the server in {where} {why} in {folder}: Claude Code does not use it"
+        out.append(Check(False, text, claude_code.what_to_do(project.folder, project.approval)))
+    if not found and (home / claude_code.STATE).exists():
+        out.append(
+            Check(
+                None,
+                "Claude Code: none of the projects it knows (~/.claude.json) has SessionVault in its"
+                " .mcp.json; check one with sessionvault doctor --project DIR",
+            )
+        )
+    return out
+
+
 def run_checks(
     url: str, *, env: Mapping[str, str], home: Path, cwd: Path, timeout: float = TIMEOUT_S
 ) -> list[Check]:
@@ -186,8 +222,13 @@ def run_checks(
     found = target.default_key(env, cfg.state, url)
     out = [*check_state(cfg), server, *check_key(url, found, reachable=server.ok is True, timeout=timeout)]
     default = str(target.server_url(cfg).value)
-    client_checks, configured = check_clients(url, home=home, cwd=cwd, default=default)
-    return out + client_checks + check_hooks(configured, home=home, cwd=cwd) + check_spool(cfg.state)
+    here = registry.config_path("claude-code", home=home, cwd=cwd)
+    claude = claude_code.projects(home, also=[here.parent])
+    elsewhere = frozenset({"claude-code"} if claude else ())
+    client_checks, configured = check_clients(url, home=home, cwd=cwd, default=default, elsewhere=elsewhere)
+    claude_checks = check_claude_projects(url, claude, home=home, here=here, default=default)
+    hook_checks = check_hooks(configured, home=home, cwd=cwd)
+    return out + client_checks + claude_checks + hook_checks + check_spool(cfg.state)
 
 
 def run(
