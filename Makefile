@@ -99,7 +99,8 @@ SESSIONVAULT_FUZZ_SCALE ?= 10
 .PHONY: fuzz
 fuzz: $(TEST_STAMP)
 	SESSIONVAULT_FUZZ_SCALE=$(SESSIONVAULT_FUZZ_SCALE) $(BIN)/pytest -p no:cacheprovider --timeout=0 \
-	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py
+	  tests/attack/test_fuzz_tools.py tests/attack/test_fuzz_http.py tests/attack/test_isolation_model.py \
+	  tests/attack/test_workspace_isolation.py
 
 # The real-client tier (tests/clients/): Claude Code, Gemini CLI, Codex, OpenCode and Qwen Code from npm at pinned versions,
 # installed into .venv/clients-npm/ (ignored, kept between runs), against a real server under a

@@ -22,8 +22,9 @@ from starlette.types import Receive, Scope, Send
 
 from sessionvault.core import records
 from sessionvault.core.apikeys import scope_hint
-from sessionvault.errors import ErrorClass, NotFound, Refused, ValidationFailed, VaultError
+from sessionvault.errors import ErrorClass, NotFound, Refused, ValidationFailed, VaultError, WorkspaceDenied
 from sessionvault.server.edge import read_body, respond
+from sessionvault.server.text_checks import json_problem
 from sessionvault.service import account, portability
 from sessionvault.service.principal import Principal
 from sessionvault.service.vault import Vault
@@ -101,7 +102,7 @@ class Api:
                 assert route.run is not None  # every other route has its handler
                 out = await anyio.to_thread.run_sync(route.run, self.vault, who, query)
         except VaultError as exc:
-            status = 404 if isinstance(exc, NotFound) else STATUS.get(exc.error_class, 400)
+            status = _status(exc)
             await respond(send, status, error_body(exc.error_class, str(exc)), JSON_HEADERS)
             return exc.error_class
         await respond(send, 200, json.dumps(out, ensure_ascii=False).encode(), JSON_HEADERS)
@@ -135,9 +136,12 @@ async def _lines(lines: Any) -> AsyncIterator[bytes]:
 
 def _json_line(number: int, line: bytes) -> Any:
     try:
-        return json.loads(line)
+        value = json.loads(line)
     except (ValueError, RecursionError):
         raise ValidationFailed(f"invalid arguments: line {number} is not JSON") from None
+    if found := json_problem(value):  # NUL, a lone surrogate: text the database cannot hold
+        raise ValidationFailed(f"invalid arguments: line {number}: {found[0]} in {found[1]}")
+    return value
 
 
 def _query(scope: Scope) -> dict[str, str]:
@@ -156,12 +160,12 @@ def _int(query: dict[str, str], name: str, default: int) -> int:
 
 def _list(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     args = {"repo": q.get("repo", ""), "limit": _int(q, "limit", 20), "cursor": q.get("cursor", "")}
-    return vault.list(who, records.parse(records.ListArgs, args))
+    return vault.list(who, records.parse(records.ListArgs, {**args, **_space(q)}))
 
 
 def _get(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     args = {"name": _name(q), "version": _int(q, "version", 0), "mode": q.get("mode", "normal")}
-    out = vault.load(who, records.parse(records.LoadArgs, args))
+    out = vault.load(who, records.parse(records.LoadArgs, {**args, **_space(q)}))
     if not out.get("found"):
         raise NotFound(out.get("hint", "not found"))
     return out
@@ -176,7 +180,7 @@ def _versions(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]
 
 
 def _delete(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
-    out = vault.delete(who, records.parse(records.DeleteArgs, {"name": _name(q)}))
+    out = vault.delete(who, records.parse(records.DeleteArgs, {"name": _name(q), **_space(q)}))
     if not out.get("deleted"):
         raise NotFound(out.get("hint", "not found"))
     return out
@@ -184,13 +188,26 @@ def _delete(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
 
 def _search(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     args = {"query": q.get("q", ""), "repo": q.get("repo", ""), "max_results": _int(q, "limit", 5)}
-    return vault.search(who, records.parse(records.SearchArgs, args))
+    return vault.search(who, records.parse(records.SearchArgs, {**args, **_space(q)}))
 
 
 def _handoffs(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     repo = records.parse(records.ListArgs, {"repo": q.get("repo", "")}).repo
     limit = min(_int(q, "limit", 50), 200)
     return {"handoffs": account.offers(vault.db, who.user_id, repo, q.get("state", ""), limit)}
+
+
+def _status(exc: VaultError) -> int:
+    """A refusal's status: 404 for what is not the caller's (a workspace they are not in reads as
+    one that does not exist), 403 for a role that does not allow it, else by its class."""
+    if isinstance(exc, NotFound) or (isinstance(exc, WorkspaceDenied) and exc.role is None):
+        return 404
+    return 403 if isinstance(exc, WorkspaceDenied) else STATUS.get(exc.error_class, 400)
+
+
+def _space(q: dict[str, str]) -> dict[str, str]:
+    """The `workspace` a route names (docs/teams.md); absent: the caller's personal space."""
+    return {"workspace": q["workspace"]} if q.get("workspace") else {}
 
 
 def _name(q: dict[str, str]) -> str:
