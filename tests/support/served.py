@@ -16,12 +16,13 @@ BANNER = "SessionVault serving"  # what the CLI prints once it serves
 
 @contextmanager
 def serving(
-    argv: list[str], env: dict[str, str], log: Path, timeout_s: float = 180
+    argv: list[str], env: dict[str, str], log: Path, timeout_s: float = 180, program: str | None = None
 ) -> Iterator[subprocess.Popen[str]]:
-    """The CLI run with `argv`, its output in `log`, once it printed that it serves."""
+    """The CLI run with `argv`, its output in `log`, once it printed that it serves; `program`:
+    an installed `sessionvault` script instead of this interpreter's package."""
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "sessionvault.cli.main", *argv],
+            [*([program] if program else [sys.executable, "-m", "sessionvault.cli.main"]), *argv],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -69,13 +69,15 @@ def described(p: argparse.ArgumentParser) -> None:
 
 
 def version() -> str:
-    """The installed distribution's version, else the package's own (a source checkout)."""
+    """The installed distribution's version (its metadata, made from sessionvault.__version__
+    at build time), else the package's own (a copy without metadata). Asked by the
+    distribution's name: `sessionvault` on the index is another project's."""
     from importlib import metadata
 
-    from sessionvault import __version__
+    from sessionvault import DISTRIBUTION, __version__
 
     try:
-        return metadata.version("sessionvault")
+        return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return __version__
 

