@@ -245,3 +245,21 @@ def test_the_http_api_rides_too_and_refuses_a_key_revoked_meanwhile(limited):
     accounts.revoke_key(admin_db(), who.key)
     refused = httpx2.get(api, headers=headers, timeout=30)
     assert refused.status_code == 401 and "riding" not in refused.text
+
+
+def test_a_key_narrowed_to_read_cannot_claim_a_handoff_on_the_cached_path(limited, pg):
+    """The review's finding (issue 27, item 6): a claim needs write as well as read; the
+    statement that admits a riding call checks every scope the call needs, so a key whose write
+    scope was taken away after its last call claims nothing."""
+    rt, server = limited
+    who = make_user(rt)
+    result(
+        call(server, who.key, "save_session", name="offer", summary="s", repo="github.com/o/r", handoff=True)
+    )
+    assert not result(call(server, who.key, "list_sessions"))["isError"]  # the instance knows the key now
+    with psycopg.connect(pg.owner_url, autocommit=True) as owner:
+        owner.execute("UPDATE api_keys SET scopes = '{read}' WHERE user_id = %s", (who.id,))
+    claim = result(call(server, who.key, "load_session", repo="github.com/o/r", accept=True))
+    assert claim["isError"] is True and "write" in claim["content"][0]["text"]
+    offered = result(call(server, who.key, "load_session", repo="github.com/o/r"))
+    assert offered["structuredContent"]["handoff"]["state"] == "open"  # nobody claimed it

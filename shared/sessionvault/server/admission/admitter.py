@@ -110,7 +110,7 @@ class Admitter:
             return None
         request = self._request(token, "tool", log, base)
         who = self.known.get((request.key_hash, request.resource))
-        if who is None or scope not in who.scopes:
+        if who is None or not set(scope.split(",")) <= who.scopes:
             return None
         return Ride(who, admission.Ride(request, who.user_id, who.wrapped_dek, scope), token)
 

@@ -7,6 +7,8 @@ until the admission decides; anything else is admitted in a flight of its own fi
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Message, Receive, Scope, Send
@@ -60,7 +62,9 @@ class McpEndpoint:
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
         budget = budget_of(payload)
-        scope_needed = scope_of(log.tool) if budget == "tool" and log.tool != "batch" else None
+        scope_needed = (
+            scope_of(log.tool, _arguments(payload)) if budget == "tool" and log.tool != "batch" else None
+        )
 
         async def run(who: Principal, out: Send) -> None:
             await self._call(who, scope, body, receive, out, log)
@@ -121,3 +125,9 @@ class McpEndpoint:
         manager = await self.manager.get()
         await manager.handle_request(scope, replay, watch)
         return status, bytes(reply)
+
+
+def _arguments(payload: Any) -> Any:
+    """A tools/call's arguments, whatever the payload's shape (None when it has none)."""
+    params = payload.get("params") if isinstance(payload, dict) else None
+    return params.get("arguments") if isinstance(params, dict) else None

@@ -17,6 +17,7 @@ import psycopg.errors
 from mcp import types
 from mcp.server.apps import EXTENSION_ID
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
 
 import sessionvault
 from sessionvault.core import framing, records
@@ -123,10 +124,15 @@ _BY_NAME = {spec.name: spec for spec in TOOLS}
 TOOL_NAMES = frozenset(_BY_NAME)
 
 
-def scope_of(name: str) -> str | None:
-    """The scope a call of the tool `name` needs (None: no such tool)."""
+def scope_of(name: str, arguments: Any = None) -> str | None:
+    """Every scope a call of the tool `name` with `arguments` needs, comma-separated (None: no
+    such tool): its own, and write for a load that claims a handoff (accept=true). A riding
+    admission checks them all in its statement (migration 0014)."""
     spec = _BY_NAME.get(name)
-    return spec.scope if spec else None
+    if spec is None:
+        return None
+    claims = name == "load_session" and isinstance(arguments, dict) and arguments.get("accept") is True
+    return f"{spec.scope},write" if claims and spec.scope != "write" else spec.scope
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -137,9 +143,9 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
     state = current_call.get()
     state.tool = name
     spec = _BY_NAME.get(name)
-    if spec is None:
+    if spec is None:  # a protocol error, not a result the model reads (MCP tools, error handling)
         state.error_class = "validation"
-        return _error(f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
+        raise MCPError(resources.INVALID_PARAMS, f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
     if spec.scope not in state.principal.scopes:
         state.error_class = "scope"
         return _error(scope_hint(spec.scope, name, state.principal.scopes))
