@@ -134,6 +134,21 @@ def test_list_is_a_table_filtered_by_repo_and_json_is_the_apis(capsys, server, h
     assert listed["sessions"][1]["handoff"]["state"] == "open"
 
 
+def test_list_and_show_say_which_version_is_offered(capsys, server, runtime) -> None:
+    """An offer stays with the version it was made on: v2 saved after v1 was offered lists as
+    v2 with "handoff open for v1", not as an offer of v2."""
+    user = make_user(runtime)
+    save(server.url, user.key, name="feature", summary="offered", repo=REPO, to_client="gemini")
+    save(server.url, user.key, name="feature", summary="went on", repo=REPO)
+    code, out, err = sv(capsys, server, user.key, "sessions", "list")
+    assert code == 0, err
+    assert column(out, "VER") == ["2"] and column(out, "NOTE") == ["handoff open for v1"]
+    code, out, _ = sv(capsys, server, user.key, "sessions", "show", "feature")
+    assert "version 2, saved" in out and "Handoff:" not in out  # each version shows its own
+    code, out, _ = sv(capsys, server, user.key, "sessions", "show", "feature", "--version", "1")
+    assert "Handoff:  offered to gemini, not accepted yet" in out
+
+
 def test_list_pages_with_limit_and_all(capsys, server, history, monkeypatch) -> None:
     code, out, err = sv(capsys, server, history.key, "sessions", "list", "--limit", "1")
     assert code == 0 and len(out.splitlines()) == 2 and "--all" in err

@@ -42,7 +42,7 @@ NAME_HELP = "the session's name (as `sessions list` shows it)"
 def _note(entry: Listing) -> str:
     notes = []
     if "handoff" in entry:
-        notes.append(f"handoff {entry['handoff']['state']}")
+        notes.append(diff.offer_note(entry["handoff"]))  # which version: maybe not the listed one
     if entry.get("unverified"):
         notes.append("unverified")
     return ", ".join(notes)

@@ -51,6 +51,15 @@ def handoff_text(offer: Mapping[str, Any] | None) -> str:
     return clean(state)
 
 
+def offer_note(offer: Mapping[str, Any]) -> str:
+    """A listing's note on a session's offer, naming the version offered: a listing shows the
+    latest version, and the offer may be of an older one ("handoff open for v1" beside v2)."""
+    state = clean(str(offer.get("state", "")))
+    return (
+        f"handoff {state} for v{offer['version']}" if offer.get("version") is not None else f"handoff {state}"
+    )
+
+
 def record_lines(record: Mapping[str, Any], handoff: Mapping[str, Any] | None = None) -> list[str]:
     """A record (save_session's fields) as text lines: summary, plan, decisions with their
     reasons, to-dos, files, errors, what was tried, where (repo, branch, commit, client) and

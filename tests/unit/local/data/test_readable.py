@@ -159,3 +159,10 @@ def test_markdown_file_names_are_readable_unique_and_never_hidden_or_nested() ->
     assert not markdown_file(".hidden", used).startswith(".")
     assert markdown_file("a?b", used) != markdown_file("a:b", used)
     assert len(used) == 9
+
+
+def test_a_listings_note_names_the_version_offered() -> None:
+    """A listing shows the latest version; the offer may be of an older one."""
+    assert diff.offer_note({"state": "open", "version": 1}) == "handoff open for v1"
+    assert diff.offer_note({"state": "accepted", "version": 3}) == "handoff accepted for v3"
+    assert diff.offer_note({"state": "open\x1b[2J"}) == "handoff open\\x1b[2J"  # no version: as before

@@ -26,9 +26,17 @@ def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> str:
         rows.append(
             f'<tr><td><a href="{e(href)}">{e(s["name"])}</a>{unverified}{preview}</td>'
             f"<td>{e(str(s['version']))}</td><td>{e(s.get('client') or '')}</td>"
-            f"<td>{when(s.get('updated_at'))}</td><td>{handoff_badge(s.get('handoff'))}</td></tr>"
+            f"<td>{when(s.get('updated_at'))}</td><td>{_offered(s.get('handoff'))}</td></tr>"
         )
     return "".join(rows)
+
+
+def _offered(offer: Mapping[str, Any] | None) -> str:
+    """The handoff cell, naming the version offered: the row shows the latest version, and the
+    offer may be of an older one ("v1 open" beside v2)."""
+    if not offer or offer.get("version") is None:
+        return handoff_badge(offer)
+    return f"v{e(str(offer['version']))} {handoff_badge(offer)}"
 
 
 def _score(hit: Mapping[str, Any]) -> str:
