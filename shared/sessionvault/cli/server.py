@@ -4,12 +4,14 @@ Heavy modules (psycopg, mcp, numpy) are imported inside the commands that use th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,35 +56,46 @@ def serve(
     sock: socket.socket | None = None,
     lock: StateLock | None = None,
 ) -> None:
-    """Serve until stopped. `sock`: the port, bound already (`statelock.bind`); `lock`: the
-    state folder's, held already; both are released when the server stops."""
-    from sessionvault.local.host import listener, masterkey, pressure
+    """Serve until stopped (SIGTERM or SIGINT: in-flight requests drained, exit 0). `sock`:
+    the port, bound already (`statelock.bind`); `lock`: the state folder's, held already; both
+    are released when the server stops, the embedded database stopped when it was started
+    for this server (and watched meanwhile: `supervisor`)."""
+    from sessionvault.local.host import embedded, listener, masterkey, pressure, supervisor
     from sessionvault.local.host.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
 
     rt = open_runtime(t.settings)
-    warm_up(rt.vault.embedder)
+    watch = supervisor.Supervisor(t.home).start() if t.home else None
     # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
     upkeep = Upkeep.for_target(t).start()
-    # The lock is what refuses a second server and a master-key rotation; server.pid is only
-    # written (after the lock was won) for `backup`, which records whether a server ran.
-    claimed = masterkey.claim(t.home) if t.home and lock else None
-    print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
-    # No proxy in front of a local server: X-Forwarded-For must not pick the client address
-    # that failed authentications are counted by.
-    options: dict[str, Any] = {"log_level": "warning", "proxy_headers": False}
+    claimed = None
     try:
+        warm_up(rt.vault.embedder)
+        # The lock is what refuses a second server and a master-key rotation; server.pid is
+        # only written (after the lock was won) for `backup`, which records whether a server ran.
+        claimed = masterkey.claim(t.home) if t.home and lock else None
+        print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
+        # No proxy in front of a local server: X-Forwarded-For must not pick the client address
+        # that failed authentications are counted by.
+        options: dict[str, Any] = {"log_level": "warning", "proxy_headers": False}
         app = pressure.Gate(SessionVaultApp(rt))  # 503 + Retry-After past a bounded queue
         sock = sock or statelock.bind(host, port)
         listener.build(app, host, port, **options).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # a stop signal between the banner and the server's own handlers: a clean stop too
     finally:
+        if watch is not None:
+            watch.stop()  # first: it would start the database the cleanup stops
         upkeep.stop()
         rt.close()
         if sock is not None:
             sock.close()
         if claimed:
             claimed.unlink(missing_ok=True)
+        if t.home is not None:
+            restarted = watch is not None and watch.restarts > 0
+            embedded.release(t.home, stop_if_last=t.db_started or restarted)
         if lock is not None:
             lock.release()
 
@@ -121,6 +134,20 @@ def _claim(home: Path | None, host: str, port: int) -> tuple[socket.socket, Stat
         raise
 
 
+def _interruptible(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """SIGTERM stops a server that is still starting as Ctrl-C does (cleanup included)."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        from sessionvault.local.host import listener
+
+        with listener.stop_signals_interrupt():
+            return command(args)
+
+    return run
+
+
+@_interruptible
 def cmd_dev(args: argparse.Namespace) -> int:
     from sessionvault.local.host import target
     from sessionvault.local.setup.registry import quickstart
@@ -154,6 +181,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+@_interruptible
 def cmd_serve(args: argparse.Namespace) -> int:
     from sessionvault.local.host import target
 

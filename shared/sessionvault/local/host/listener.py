@@ -50,6 +50,15 @@ class NoDelayH11Protocol(H11Protocol):
         set_nodelay(transport)
         super().connection_made(transport)
 
+    def shutdown(self) -> None:
+        """uvicorn closes the connection after an in-flight response but does not say so in it;
+        `Connection: close` tells a kept-alive client not to send its next request here (a
+        response already started has its head out: it is only closed after)."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started:
+            cycle.default_headers = [*cycle.default_headers, (b"connection", b"close")]
+        super().shutdown()
+
 
 class LocalServer(uvicorn.Server):
     """uvicorn.Server that drains on SIGTERM as on SIGINT and then returns (no re-raise)."""

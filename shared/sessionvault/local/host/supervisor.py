@@ -1,0 +1,85 @@
+"""The embedded PostgreSQL, watched: when it dies, the server starts it again by itself.
+
+Before, a killed postmaster (`kill -9`, the OOM killer) left every request waiting 10 s for a
+503 until a person started the database by hand. The server that runs on the embedded default
+now looks every `interval_s` whether the postmaster named in postmaster.pid is alive; when it
+is not, it starts it again in the same folder and on the same socket, so the pool's URLs stay
+right and its connections heal on first use (db/pool.py retries a dead connection). Attempts
+are bounded (`attempts`, doubling pauses: the killed server's backends must exit before its
+shared memory can be taken again), each logged; when all fail, it says so once, with what to
+do, and stops trying."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from sessionvault import telemetry
+from sessionvault.local.host import embedded
+
+INTERVAL_S = 1.0
+ATTEMPTS = 6
+FIRST_PAUSE_S = 0.5  # then 1, 2, 4, 8: about 15 s in all before giving up
+
+
+class Supervisor:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        interval_s: float = INTERVAL_S,
+        attempts: int = ATTEMPTS,
+        first_pause_s: float = FIRST_PAUSE_S,
+        restart: Callable[[Path], None] = embedded.restart,
+        alive: Callable[[Path], bool] = embedded.running,
+    ) -> None:
+        self.home, self.interval_s = home, interval_s
+        self.attempts, self.first_pause_s = attempts, first_pause_s
+        self._restart, self._alive = restart, alive
+        self.restarts = 0  # the server was started again this many times
+        self.gave_up = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sessionvault-supervisor", daemon=True)
+
+    def start(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self._alive(self.home) and not self._restore():
+                return
+
+    def _restore(self) -> bool:
+        """Start the database again; False when every attempt failed (or the server stops)."""
+        log = telemetry.logger()
+        log.warning("the embedded PostgreSQL is down: starting it again", extra={"state": str(self.home)})
+        pause = self.first_pause_s
+        for attempt in range(1, self.attempts + 1):
+            try:
+                self._restart(self.home)
+            except Exception as exc:  # pg_ctl's failure, by type: its log is in pgdata/log
+                log.warning(
+                    "the embedded PostgreSQL did not start",
+                    extra={"attempt": attempt, "of": self.attempts, "failure": type(exc).__name__},
+                )
+                if self._stop.wait(pause):
+                    return False
+                pause *= 2
+                continue
+            self.restarts += 1
+            log.warning("the embedded PostgreSQL is running again", extra={"attempt": attempt})
+            return True
+        self.gave_up = True
+        log.error(
+            "the embedded PostgreSQL could not be started again: requests get 503 until it is;"
+            " see its log in the state folder (pgdata/log), then restart the server",
+            extra={"attempts": self.attempts, "state": str(self.home)},
+        )
+        return False

@@ -1,0 +1,65 @@
+"""The embedded PostgreSQL's supervisor (issue 29, item 4): bounded, logged attempts to start
+it again when it is found dead; giving up said once. The real kill -9 is in
+tests/e2e/test_server_faults.py; here the database is stood in for, to count attempts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sessionvault.local.host.supervisor import Supervisor
+
+
+class Database:
+    def __init__(self, failures: int) -> None:
+        self.up = False  # found dead at the first look
+        self.failures, self.attempts = failures, 0
+        self.lock = threading.Lock()
+
+    def alive(self, home: Path) -> bool:
+        return self.up
+
+    def restart(self, home: Path) -> None:
+        with self.lock:
+            self.attempts += 1
+            if self.attempts <= self.failures:
+                raise RuntimeError("shared memory still in use")
+            self.up = True
+
+
+def until(check: Any) -> None:
+    deadline = time.monotonic() + 30
+    while not check():
+        assert time.monotonic() < deadline, "state not reached"
+        time.sleep(0.01)
+
+
+def supervise(db: Database, attempts: int) -> Supervisor:
+    return Supervisor(
+        Path("/nonexistent"),
+        interval_s=0.01,
+        attempts=attempts,
+        first_pause_s=0.001,
+        restart=db.restart,
+        alive=db.alive,
+    ).start()
+
+
+def test_a_dead_database_is_started_again_after_failed_attempts() -> None:
+    db = Database(failures=2)
+    sup = supervise(db, attempts=5)
+    try:
+        until(lambda: sup.restarts == 1)
+        assert db.attempts == 3 and not sup.gave_up
+    finally:
+        sup.stop()
+
+
+def test_the_attempts_are_bounded_and_giving_up_ends_the_watch() -> None:
+    db = Database(failures=1000)
+    sup = supervise(db, attempts=4)
+    sup._thread.join(timeout=30)
+    assert not sup._thread.is_alive()
+    assert sup.gave_up and db.attempts == 4 and sup.restarts == 0
