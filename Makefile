@@ -115,7 +115,7 @@ dist: $(TEST_STAMP) $(MODEL_WHEEL)
 # installed with pip, uv and pipx into fresh environments, serving and searching; the listing,
 # the workflow and the template's application metadata.
 RELEASE_TESTS := tests/integration/test_installed_package.py tests/e2e/test_install.py \
-  tests/infra/test_release.py tests/infra/test_server_json.py
+  tests/infra/test_release.py tests/infra/test_server_json.py tests/infra/test_model_package.py
 release-check: $(TEST_STAMP)
 	SESSIONVAULT_DIST=$(abspath $(DIST)) $(BIN)/pytest -p no:cacheprovider $(RELEASE_TESTS)
 
