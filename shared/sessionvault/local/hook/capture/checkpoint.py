@@ -10,6 +10,11 @@ What goes where (docs/capture.md says the same to users):
 - tried: the user's earlier requests, oldest first (the latest one leads the summary);
 - repo, branch, commit: where the checkout stood, as the laptop sees it (local/hook/repo.py);
 - name: `auto/<client>/<client session id>` (core/checkpoints.py), client: the client's id.
+
+Every text is taken without its `<private>` spans and without what it repeats of a private file
+(private.py), then scrubbed of secrets (core/redact.py), and only then clipped to its cap: a
+key cut short before scrubbing would keep its secret part. The hook scrubs the whole record once
+more, and so does the server.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from typing import Any
 from sessionvault.core.checkpoints import checkpoint_name
 from sessionvault.core.records import MAX_ITEMS, MAX_NAME, MAX_TEXT
 
-from .transcript import Transcript, clip
+from . import private
+from .shell import WITHHELD
+from .transcript import Transcript, clip, scrubbed
 
 _STATE = {"completed": "done", "in_progress": "doing", "pending": "todo", "cancelled": "dropped"}
 _OPEN = frozenset({"pending", "in_progress"})
@@ -40,20 +47,21 @@ def build(
         return None
     summary = _summary(transcript, asks)
     tasks = list(transcript.todos.items())
+    items = _Items(transcript)
     args: dict[str, Any] = {
         "name": _name(transcript),
         "summary": summary,
         "repo": repo,
         "client": transcript.client,
-        "plan": _items(f"[{_STATE.get(status, status)}] {text}" for text, status in tasks),
-        "todos": _items(
+        "plan": items(f"[{_STATE.get(status, status)}] {text}" for text, status in tasks),
+        "todos": items(
             text + (" (in progress)" if status == "in_progress" else "")
             for text, status in tasks
             if status in _OPEN
         ),
-        "files": _items(transcript.files),
-        "errors": _items(transcript.failures),
-        "tried": _items(f"asked: {a}" for a in asks[:-1]),
+        "files": items(transcript.files),
+        "errors": items(_failure(transcript, f) for f in transcript.failures),
+        "tried": items(f"asked: {a}" for a in asks[:-1]),
     }
     if branch:
         args["branch"] = branch[:200]
@@ -72,15 +80,39 @@ def _summary(transcript: Transcript, asks: list[str]) -> str:
     summary (the story so far, when it wrote one), within MAX_TEXT."""
     parts = []
     if asks:
-        parts.append(f"Asked: {clip(asks[-1], ASK_CHARS)}")
+        parts.append(f"Asked: {_clean(transcript, asks[-1], ASK_CHARS)}")
     if transcript.last_message.strip():
-        parts.append(f"Last reply: {transcript.last_message.strip()}")
+        parts.append(f"Last reply: {_clean(transcript, transcript.last_message.strip(), MAX_TEXT)}")
     if transcript.compact_summary.strip():
-        parts.append(f"Compaction summary: {transcript.compact_summary.strip()}")
+        parts.append(
+            f"Compaction summary: {_clean(transcript, transcript.compact_summary.strip(), MAX_TEXT)}"
+        )
     return clip("\n\n".join(parts), MAX_TEXT)
 
 
-def _items(values: Any) -> list[str]:
-    """At most MAX_ITEMS, the most recent kept; each within MAX_TEXT."""
-    kept = [clip(str(v), MAX_TEXT) for v in values if str(v).strip()]
-    return kept[-MAX_ITEMS:]
+def _clean(transcript: Transcript, text: str, keep: int) -> str:
+    """`text` without `<private>` spans, private files' lines and secrets, within `keep`."""
+    text = private.withhold(private.without_spans(text), transcript.withheld, transcript.is_private)
+    return scrubbed(text, keep)
+
+
+def _failure(transcript: Transcript, entry: str) -> str:
+    """A failure's entry without its error line when its command names a file private to this
+    repo (its own patterns: the reader's entry already knows the defaults')."""
+    named = private.names_private(entry, transcript.is_private)
+    if not named or WITHHELD in entry:
+        return entry
+    command_end = entry.find(": ", entry.find(named))
+    return entry if command_end < 0 else f"{entry[:command_end]}: {WITHHELD}"
+
+
+class _Items:
+    """A list's entries, cleaned (`_clean`): at most MAX_ITEMS, the most recent kept; each within
+    MAX_TEXT. Only the kept ones are scrubbed."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self.transcript = transcript
+
+    def __call__(self, values: Any) -> list[str]:
+        kept = [str(v) for v in values if str(v).strip()][-MAX_ITEMS:]
+        return [c for c in (_clean(self.transcript, v, MAX_TEXT) for v in kept) if c.strip()]

@@ -140,6 +140,10 @@ class _Reader:
     def _result(self, block: dict[str, Any], extra: Any) -> None:
         name, given = self.pending.pop(str(block.get("tool_use_id")), ("", {}))
         failed = bool(block.get("is_error"))
+        if name in ("Read", "Bash"):  # `cat .env`, a Read of a key: withheld if repeated
+            self.transcript.output_of(
+                str(given.get("file_path") or given.get("command") or ""), _text(block.get("content"))
+            )
         if name == "Bash" and failed:
             output = _output_lines(_text(block.get("content")))
             self.transcript.failures.append(failure(str(given.get("command", "")), output))

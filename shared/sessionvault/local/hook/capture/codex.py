@@ -145,6 +145,7 @@ class _Reader:
             self.transcript.touch(path)
 
     def _shell(self, command: str, output: str) -> None:
+        self.transcript.output_of(command, _body(output))  # `cat .env`: withheld if repeated
         running = _RUNNING.search(_header(output))
         code = _exit_code(output)
         if running and code is None:

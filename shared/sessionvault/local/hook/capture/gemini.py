@@ -44,7 +44,7 @@ from sessionvault.local.hook.capture.transcript import (
 CLIENT = "gemini"
 MAX_DOCUMENT = 20_000_000  # a legacy one-document session larger than this is not parsed
 FILE_TOOLS = frozenset({"write_file", "replace"})
-SHELL_TOOLS = frozenset({"run_shell_command"})
+SHELL_TOOLS, READ_TOOLS = frozenset({"run_shell_command"}), frozenset({"read_file", "read_many_files"})
 TODO_TOOLS = frozenset({"write_todos"})
 FINISHED = frozenset({"success", "error", "cancelled"})
 # User messages the client itself wrote, not the user (Gemini CLI's `isIgnoredUserContent`).
@@ -177,7 +177,9 @@ class SessionReader:
             self.transcript.set_todos(todo_items(args["todos"], "description", "content"))
         elif name in self.file_tools and ok and isinstance(args.get("file_path"), str):
             self.transcript.touch(args["file_path"])
-        elif name in SHELL_TOOLS:
+        if name in READ_TOOLS | SHELL_TOOLS:  # `cat .env`, read_file of a key: withheld if repeated
+            self.transcript.output_of(str(args.get("file_path") or args.get("command")), tool_output(call))
+        if name in SHELL_TOOLS:
             failed = shell_failure(str(args.get("command", "")), call)
             if failed:
                 self.transcript.failures.append(failed)

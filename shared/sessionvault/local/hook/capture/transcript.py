@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import private
+
 KEEP = 50  # most recent entries kept per list while streaming; the record caps come later
 MAX_LINE = 4_000_000  # a longer JSONL line (a huge tool output) is skipped, not parsed
 PENDING = 200  # tool calls held while awaiting their result; more only if results went missing
@@ -43,6 +45,24 @@ class Transcript:
     failures: deque[str] = field(default_factory=lambda: deque(maxlen=KEEP))  # "cmd: error line"
     last_message: str = ""  # the last assistant message
     compact_summary: str = ""  # the client's own compaction summary, where it writes one
+    # Lines of private files a tool call read (private.py): withheld wherever they reappear.
+    withheld: set[str] = field(default_factory=set)
+
+    def is_private(self, path: str) -> bool:
+        """Whether `path` is a private file for this session's repo (private.py)."""
+        return private.matcher(private.patterns_for(self.cwd))(path)
+
+    def output_of(self, named: str, output: str) -> None:
+        """What a tool call that read `named` (a path, a command) printed: when that names a
+        private file, its lines are withheld wherever they reappear."""
+        if private.names_private(named, self.is_private):
+            self.read_private(output)
+
+    def read_private(self, output: str) -> None:
+        """What a tool call printed of a private file: never kept, and withheld elsewhere."""
+        for line in private.lines_of(output):
+            if len(self.withheld) < private.MAX_WITHHELD:
+                self.withheld.add(line)
 
     def touch(self, path: str) -> None:
         """A file created or edited, named relative to the session's folder when inside it:
@@ -130,8 +150,31 @@ def patched_files(envelope: str) -> list[str]:
 
 
 def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    """`text` cut to `limit` characters, an ellipsis marking the cut. Scrub first (`scrubbed`):
+    a key cut short keeps its secret part, and no pattern knows it any more."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters of `text`, without the word the limit falls in: what is held
+    back before scrubbing (to bound its cost) must not end in part of a key."""
+    if len(text) <= limit:
+        return text
+    if text[limit].isspace():
+        return text[:limit]
+    head = text[:limit]
+    end = max(head.rfind(c) for c in " \t\n")
+    return head[:end] if end > 0 else ""
+
+
+def scrubbed(text: str, keep: int) -> str:
+    """`text` as a checkpoint may hold it, at most `keep` characters: `<private>` spans out,
+    secrets out (the server's scrubber, core/redact.py), and only then clipped. At most
+    4 * `keep` characters are scrubbed (a 1 MB reply costs what a 16 kB one does): cut at a
+    word boundary, so no key is scrubbed half."""
+    from sessionvault.core.redact import scrub_text  # detect-secrets: only when capturing
+
+    return clip(scrub_text(cut(private.without_spans(text), 4 * keep))[0], keep)
 
 
 def newest(paths: Iterable[Path]) -> Path | None:

@@ -154,3 +154,34 @@ def test_newest_is_the_most_recently_written_and_of_two_at_once_the_later_name(t
     assert newest([same_b, old, same_a]) == same_b
     assert newest([old, tmp_path / "gone since it was listed"]) == old
     assert newest([]) is None
+
+
+# Held back, then scrubbed, then clipped.
+
+GHP = "gh" + "p_Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzAbCd"
+
+
+def test_cut_never_ends_in_part_of_a_word() -> None:
+    assert transcript.cut("short", 10) == "short"
+    assert transcript.cut(f"token {GHP} rest", 20) == "token"
+    assert transcript.cut("one two", 3) == "one"
+    assert transcript.cut("x" * 50, 10) == ""  # one long word: nothing of it
+
+
+def test_a_key_at_the_clip_is_scrubbed_before_it_is_cut() -> None:
+    text = "x " * 45 + GHP  # the key straddles the 100th character
+    assert clip(text, 100).endswith(GHP[: 100 - 91] + "…")  # clipping alone keeps its start
+    kept = transcript.scrubbed(text, 100)
+    assert "Zx9Qw8" not in kept and "[REDACTED" in kept and len(kept) <= 100
+
+
+def test_scrubbed_takes_private_spans_out_first() -> None:
+    kept = transcript.scrubbed("deploy <private>the vault is at 10.0.0.9</private> then <PRIVATE>rest", 200)
+    assert kept == "deploy [private] then [private]"
+
+
+def test_a_transcript_withholds_only_what_a_private_file_printed(tmp_path: Path) -> None:
+    t = Transcript(client="claude-code", cwd=str(tmp_path))
+    t.output_of("cat src/app.py", "DEBUG_MODE=on_for_tests\n")
+    t.output_of("cat .env.local", "DB_HOST=db.internal\nX=1\n")
+    assert t.withheld == {"DB_HOST=db.internal"}  # short lines ("X=1") are too common to withhold
