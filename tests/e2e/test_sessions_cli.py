@@ -354,6 +354,7 @@ def test_import_ndjson_is_idempotent_and_dry_run_saves_nothing(
         "problems": [],
         "lines_done": 4,  # the header, two sessions and the end line
         "stopped": "",
+        "incomplete": "",
         "dry_run": False,
     }
     moved = runtime.vault.load(other.principal, records.parse(records.LoadArgs, {"name": "auto/codex/s1"}))
@@ -407,9 +408,35 @@ def test_a_bad_line_stops_the_import_there_and_says_which(
     assert code == 2 and "--session and --latest are for a client id" in err
 
 
+def test_an_export_cut_at_a_line_boundary_imports_what_it_holds_and_says_so(
+    capsys, server, runtime, history, tmp_path
+) -> None:
+    """Its end line (`{"end": true, "sessions": N}`) is what tells a whole export from a copy cut
+    short between two lines: such a copy is imported, with a warning and exit status 1."""
+    exported = tmp_path / "export.ndjson"
+    assert sv(capsys, server, history.key, "export", "--out", str(exported))[0] == 0
+    header, first, _second, end = exported.read_bytes().splitlines(keepends=True)
+    assert json.loads(end) == {"end": True, "sessions": 2}
+    held = len(json.loads(first)["versions"])
+    for name, body, why in (
+        ("cut.ndjson", header + first, "has no end line"),
+        ("miscounted.ndjson", header + first + end, "end line says 2 session(s), but it held 1"),
+    ):
+        cut, other = tmp_path / name, make_user(runtime)
+        cut.write_bytes(body)
+        code, out, err = sv(capsys, server, other.key, "import", "ndjson", str(cut))
+        assert code == 1, err
+        assert out == f"{cut}: 1 session(s), {held} version(s) added, 0 already there\n"
+        assert f"sessionvault: {cut} is not a whole export: the " in err and why in err, err
+        assert "Import the whole export again: nothing is added twice" in err
+    code, out, err = sv(capsys, server, other.key, "import", "ndjson", str(exported))
+    assert code == 0 and err == "", err  # the whole export: the rest comes in, no warning
+    assert sorted(client_names(server, other.key)) == sorted(client_names(server, history.key))
+
+
 def test_import_reads_stdin_as_a_real_process(server, runtime, tmp_path) -> None:
     user = make_user(runtime)
-    body = "\n".join(export_of(("piped", ["one", "two"]))) + "\n"
+    body = "\n".join([*export_of(("piped", ["one", "two"])), json.dumps({"end": True, "sessions": 1})]) + "\n"
     env = {**os.environ, names.HOME_ENV: str(tmp_path / "state"), names.KEY_ENV: user.key}
     env.pop(names.URL_ENV, None)
     done = subprocess.run(

@@ -209,13 +209,13 @@ def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
     from sessionvault.service.portability import FORMAT
 
     api = api_for(args.url, args.key)
-    done = batch_import.import_lines(
-        api,
-        lines,
-        format_name=FORMAT,
-        dry_run=args.dry_run,
-        waiting=lambda message: print(message, file=sys.stderr, flush=True),
-    )
+    shown = Progress(where, on=sys.stderr.isatty())
+    try:
+        done = batch_import.import_lines(
+            api, lines, format_name=FORMAT, dry_run=args.dry_run, waiting=shown.note, progress=shown.show
+        )
+    finally:
+        shown.clear()  # before any other line: the summary, or the error that stopped it
     if args.json:
         print(json.dumps({**done.as_dict(), "dry_run": args.dry_run}, indent=2, ensure_ascii=False))
     else:
@@ -228,4 +228,33 @@ def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
         print(f"not imported: {problem}", file=sys.stderr)
     if done.stopped:
         print(f"sessionvault: {done.stopped}", file=sys.stderr)
-    return 1 if done.problems or done.stopped else 0
+    if done.incomplete:
+        print(f"sessionvault: {where} is not a whole export: {done.incomplete}", file=sys.stderr)
+    return 1 if done.problems or done.stopped or done.incomplete else 0
+
+
+class Progress:
+    """How far an import is, on one line of a terminal's stderr, rewritten before each batch
+    (an import of hundreds of sessions takes minutes); off for a pipe or a file."""
+
+    def __init__(self, where: str, *, on: bool) -> None:
+        self.where, self.on, self.drawn = where, on, False
+
+    def show(self, done: batch_import.ImportTotals, line: int) -> None:
+        if not self.on:
+            return
+        sent = f"{done.sessions} session(s), {done.versions_added} version(s) added so far"
+        sys.stderr.write(f"\r\x1b[Kimporting {self.where}: {sent}; sending up to line {line} ...")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def note(self, message: str) -> None:
+        """A line of its own (a wait after a 429), below which the progress goes on."""
+        self.clear()
+        print(message, file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.drawn = False

@@ -1,6 +1,10 @@
 """An import in batches (`sessionvault import ndjson`): an export of any size sent as POSTs of
 a bounded size, each retried on a 429 or a 5xx (an import is idempotent), sized to stay well
-inside API Gateway's 29 s, with line numbers of the whole input in every problem reported."""
+inside API Gateway's 29 s, with line numbers of the whole input in every problem reported.
+
+An export ends with `{"end": true, "sessions": N}` so that a copy cut at a line boundary (a
+full disk, an interrupted download) is told from a whole one: what such a copy holds is
+imported, and the totals say it was incomplete (`ImportTotals.incomplete`)."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ class ImportTotals:
     problems: list[str] = field(default_factory=list)
     lines_done: int = 0  # the last input line the server has taken (1: only the header)
     stopped: str = ""
+    incomplete: str = ""  # the input read to its last line, but it is not a whole export
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +41,7 @@ class ImportTotals:
             "problems": self.problems,
             "lines_done": self.lines_done,
             "stopped": self.stopped,
+            "incomplete": self.incomplete,
         }
 
 
@@ -55,6 +61,7 @@ def import_lines(
     dry_run: bool = False,
     sleep: Callable[[float], None] = time.sleep,
     waiting: Callable[[str], None] = lambda _message: None,
+    progress: Callable[[ImportTotals, int], None] = lambda _done, _line: None,
 ) -> ImportTotals:
     """POST an export read line by line in batches (memory: one batch, whatever the input's
     size), each with the input's header line first. Import is idempotent, so a batch that
@@ -64,7 +71,12 @@ def import_lines(
     A line that is not JSON stops the import there: the lines before it are imported, nothing
     from it on. `format_name` is the header's expected `format`. Batches grow or shrink to take
     about BATCH_TARGET_S each (a local server takes hundreds of versions at once, a Lambda
-    with a remote embedding provider a few dozen)."""
+    with a remote embedding provider a few dozen). `progress(done, line)` is called before
+    each batch is sent (`line`: the batch's last), for a command to show how far it is.
+
+    The last line must be the export's end line, whose count is that of the session lines
+    before it; else the input is not a whole export (`incomplete` says so), though what it
+    holds is imported."""
     done = ImportTotals()
     numbered = ((n, raw) for n, raw in enumerate(lines, start=1) if raw.strip())
     first = next(numbered, None)
@@ -72,17 +84,23 @@ def import_lines(
     done.lines_done = 1
     batch: list[tuple[int, bytes]] = []
     size, versions, most = 0, 0, BATCH_VERSIONS[1]
+    seen, end, ended_at = 0, None, 0  # session lines so far; the end line's count and line, while last
     for number, raw in numbered:
         try:
             parsed = json.loads(raw)
         except (ValueError, RecursionError):
-            if batch and not _send(api, header, batch, dry_run, done, sleep, waiting):
+            if batch and not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
                 return done
             done.stopped = (
                 f"line {number} is not JSON (a truncated or corrupted file?): imported the lines"
                 f" before it, nothing from line {number} on"
             )
             return done
+        end = parsed.get("sessions", -1) if isinstance(parsed, dict) and parsed.get("end") is True else None
+        if end is not None:
+            ended_at = number
+            continue  # the server would skip it too; what it says is checked at the end
+        seen += 1
         count = (
             len(parsed["versions"])
             if isinstance(parsed, dict) and isinstance(parsed.get("versions"), list)
@@ -90,15 +108,35 @@ def import_lines(
         )
         if batch and (size + len(raw) > BATCH_BYTES or versions + count > most):
             started = time.monotonic()
-            if not _send(api, header, batch, dry_run, done, sleep, waiting):
+            if not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
                 return done
             most = _next_size(most, versions, time.monotonic() - started)
             batch, size, versions = [], 0, 0
         batch.append((number, raw.rstrip(b"\r\n")))
         size, versions = size + len(raw), versions + count
-    if batch:
-        _send(api, header, batch, dry_run, done, sleep, waiting)
+    if batch and not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
+        return done
+    done.incomplete = _incomplete(seen, end)
+    if not done.incomplete:
+        done.lines_done = ended_at  # the whole input, its end line included
     return done
+
+
+def _incomplete(seen: int, end: object) -> str:
+    """Why an input read to its last line is not a whole export, else ""."""
+    held = f"it held {seen} session line(s), and they are imported"
+    if end is None:
+        return (
+            'the input has no end line ({"end": true, "sessions": N}, an export\'s last): it was'
+            f" cut short (a partial copy?), so sessions may be missing; {held}. Import the whole"
+            " export again: nothing is added twice"
+        )
+    if end != seen:
+        return (
+            f"the export's end line says {end} session(s), but {held}: the file is not the export"
+            " as it was written. Import the whole export again: nothing is added twice"
+        )
+    return ""
 
 
 SAVE_CONTROLS = ("handoff", "to_client")  # steer a save; not part of a record (records.py)
@@ -123,6 +161,7 @@ def as_export(records: Iterable[dict[str, Any]], format_name: str) -> Iterator[b
             "versions": [{"version": n, "saved_at": "", "record": r} for n, r in enumerate(kept, start=1)],
         }
         yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
+    yield json.dumps({"end": True, "sessions": len(sessions)}).encode() + b"\n"
 
 
 def _header(first: tuple[int, bytes] | None, format_name: str) -> bytes:
@@ -155,10 +194,12 @@ def _send(
     done: ImportTotals,
     sleep: Callable[[float], None],
     waiting: Callable[[str], None],
+    progress: Callable[[ImportTotals, int], None],
 ) -> bool:
     """POST one batch (again after a 429 or a 5xx: it is idempotent); False when it stopped."""
     body = b"\n".join([header, *(raw for _, raw in batch)]) + b"\n"
     span = f"lines {batch[0][0]}-{batch[-1][0]}"
+    progress(done, batch[-1][0])
     for attempt in range(RETRIES + 1):
         try:
             result = import_export(api, body, dry_run=dry_run)

@@ -118,6 +118,51 @@ def test_save_arguments_become_an_export_document() -> None:
             {"version": 2, "saved_at": "", "record": {"summary": "one, later", "repo": "github.com/a/b"}},
         ],
     }
-    assert lines[2]["name"] == "m/2" and len(lines) == 3
+    assert lines[2]["name"] == "m/2" and lines[3] == {"end": True, "sessions": 2} and len(lines) == 4
     with pytest.raises(ValidationFailed, match="needs a name"):
         list(batch_import.as_export([{"summary": "x"}], FORMAT))
+
+
+# --------------------------------------------------------------------------- a whole export
+
+
+def end(sessions: int) -> bytes:
+    return json.dumps({"end": True, "sessions": sessions}).encode() + b"\n"
+
+
+def test_a_whole_export_ends_with_its_end_line_which_is_not_sent(fake: Fake) -> None:
+    api = fake.reply(result(2, 2))
+    done = batch_import.import_lines(
+        api, [HEADER + b"\n", session("a"), session("b"), end(2)], format_name=FORMAT
+    )
+    assert (done.incomplete, done.stopped, done.lines_done) == ("", "", 4)
+    assert [len(s.body.splitlines()) for s in fake.seen] == [3]  # the header and two sessions
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        ([session("a"), session("b")], "the input has no end line"),  # cut at a line boundary
+        ([session("a"), end(2)], "the export's end line says 2 session(s), but it held 1"),
+        ([session("a"), end(1), session("b")], "the input has no end line"),  # not its last line
+    ],
+)
+def test_an_export_that_is_not_whole_is_imported_and_said_incomplete(
+    fake: Fake, lines: list[bytes], said: str
+) -> None:
+    api = fake.reply(result(len(lines)))
+    done = batch_import.import_lines(api, [HEADER + b"\n", *lines], format_name=FORMAT)
+    assert done.incomplete.startswith(said) and "nothing is added twice" in done.incomplete
+    assert done.stopped == "" and len(fake.seen) == 1  # what it holds was imported
+    assert done.as_dict()["incomplete"] == done.incomplete
+
+
+def test_progress_is_reported_before_each_batch(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_import, "BATCH_VERSIONS", (1, 1, 1))
+    api = fake.reply(result(1, 1))
+    seen: list[tuple[int, int]] = []
+    lines = [HEADER + b"\n", session("a"), session("b"), session("c"), end(3)]
+    batch_import.import_lines(
+        api, lines, format_name=FORMAT, progress=lambda done, line: seen.append((done.sessions, line))
+    )
+    assert seen == [(0, 2), (1, 3), (2, 4)]  # before each POST: how far it is, and the batch's end
