@@ -74,11 +74,17 @@ def mark(i: int) -> str:
     return f"PAYLOAD{i:02d}MARK"
 
 
+AGE = re.compile(r" \((just now|\d+ (min|h|days) ago|at an unknown time)\)$")  # a checkpoint's age
+
+
 def session_of(i: int, payload: str) -> dict[str, Any]:
     """The payload in every free-text field, with a marker to find it by."""
     m = mark(i)
+    # Every other one under an automatic checkpoint's name: any key can choose one (auto/...),
+    # so the hook must claim nothing from it outside the fence either.
+    prefix = f"auto/{payload[:40]}/" if i % 2 else ""
     return {
-        "name": f"inj-{i:02d}-{payload}"[:200],
+        "name": f"{prefix}inj-{i:02d}-{payload}"[:200],
         "repo": REPO.format(i),
         "summary": f"{m} {payload} {m}"[:4000],
         "todos": [f"{payload} {m}"[:4000]],
@@ -172,8 +178,17 @@ def test_an_injection_corpus_comes_out_of_the_hook_as_fenced_notes(server, user:
         assert framing.is_safe_line(line) and json.loads(line) == stored
 
     # The frame of an ordinary session: everything outside the block must be exactly this.
-    benign = context.render_session({"found": True, "repo": REPO.format(0), "name": "benign", "version": 1})
-    expected_outside = [NONCE.sub("NONCE", line) for line in split_notes(benign)[0]]
+    frames = []
+    for automatic in (False, True):
+        benign = {
+            "found": True,
+            "repo": REPO.format(0),
+            "name": "benign",
+            "version": 1,
+            "automatic": automatic,
+        }
+        rendered = context.render_session(benign, repo=REPO.format(0))
+        frames.append([AGE.sub(" (AGE)", NONCE.sub("NONCE", line)) for line in split_notes(rendered)[0]])
 
     clients = ("claude-code", "codex", "gemini")
     checkouts = [checkout_of(tmp_path, REPO.format(i)) for i in range(len(CORPUS))]
@@ -190,8 +205,8 @@ def test_an_injection_corpus_comes_out_of_the_hook_as_fenced_notes(server, user:
 
         outside, inside = split_notes(text)
         # No line outside the fence comes from the payload: it is the fixed frame, repo aside.
-        assert [NONCE.sub("NONCE", line) for line in outside] == [
-            line.replace(REPO.format(0), REPO.format(i)) for line in expected_outside
+        assert [AGE.sub(" (AGE)", NONCE.sub("NONCE", line)) for line in outside] == [
+            line.replace(REPO.format(0), REPO.format(i)) for line in frames[i % 2]
         ], i
         assert mark(i) not in "\n".join(outside)
 
@@ -205,7 +220,8 @@ def test_an_injection_corpus_comes_out_of_the_hook_as_fenced_notes(server, user:
         saved = session_of(i, payload)
         name = framing.flatten(saved["name"], 200)
         client = framing.flatten(saved["client"], 100)
-        assert inside[0].startswith(f"**{name}** v1, saved by {client} at "), i
+        kind = "automatic checkpoint" if i % 2 else "saved"
+        assert inside[0].startswith(f"**{name}** v1, {kind} by {client} at "), i
         assert inside[1] == f"**Summary:** {framing.flatten(saved['summary'], context.SUMMARY_CHARS)}", i
         assert mark(i) in inside[1]
         if len(payload) < 100:

@@ -83,6 +83,29 @@ def copilot_script(marker: str, project: Path, compact: bool = False) -> list[St
     ]
 
 
+def droid_script(marker: str, project: Path, compact: bool = False) -> list[Step]:
+    """The capture tests' script in Factory Droid's tools: a file (`Create`), a failing command
+    (`Execute`, whose summary must be 3-8 words), a final text holding `marker`. No task list:
+    `droid exec` 0.225.2 does not offer its TodoWrite tool to the model (a call fails with
+    "Tool TodoWrite is registered but is not available for the active model or session")."""
+    plan = str(project / PLAN_PATH)
+    command = {
+        "summary": "Check the widget config",
+        "command": FAILING_COMMAND,
+        "riskLevel": "low",
+        "riskLevelReason": "Reads a config",
+    }
+    return [
+        Call(
+            "Create",
+            {"file_path": plan, "content": "# Widget plan\n\n1. Check the config.\n"},
+            context_tokens=190_000 if compact else 0,
+        ),
+        Call("Execute", command),
+        Say(f"Done for now; the widget config is missing. {marker}"),
+    ]
+
+
 def result_ids(body: dict[str, Any]) -> list[str]:
     """The `tool_call_id`s of the tool results in a request's messages, oldest first."""
     messages = body.get("messages") or []

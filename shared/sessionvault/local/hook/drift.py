@@ -58,6 +58,8 @@ def open_offer(session: Mapping[str, Any], client: str) -> Mapping[str, Any] | N
 def handoff_line(offered: Mapping[str, Any], repo: str, client: str) -> str:
     """Our own line about an open handoff and how to accept it (no saved text in it)."""
     to = f"this client ({framing.code(client, 100)})" if offered.get("to_client") else "any client"
+    if offered.get("to_person"):  # a teammate offered it to this person (who: in the notes)
+        to = "you, from a teammate (see the notes)"
     until = framing.flatten(when(offered.get("expires_at") or ""), 60)
     call = f"repo={framing.quote(repo, 300)}, accept=true"
     if client:

@@ -56,10 +56,16 @@ def _notes(session: Mapping[str, Any], budget: int, drift: str = "") -> list[str
     name = framing.flatten(session.get("name", ""), 200)
     version = framing.flatten(session.get("version", "?"), 20)
     by = f" by {framing.flatten(session['client'], 100)}" if session.get("client") else ""
+    kind = "automatic checkpoint" if session.get("automatic") else "saved"
+    offered = session.get("handoff") if isinstance(session.get("handoff"), Mapping) else {}
+    if session.get("workspace"):  # a teammate's: the space and who offered it, as saved values
+        by += f" in workspace {framing.flatten(session['workspace'], 100)}"
+    if offered and offered.get("offered_by"):
+        by += f", offered by {framing.flatten(offered['offered_by'], 100)}"
     saved = framing.flatten(when(session.get("saved_at", "")), 60)
     summary = framing.flatten(session.get("summary", ""), SUMMARY_CHARS)
     lines = [
-        framing.clip(f"**{name}** v{version}, saved{by} at {saved}", budget),
+        framing.clip(f"**{name}** v{version}, {kind}{by} at {saved}", budget),
     ]
     used = len(lines[0])
     for line in (_anchor(session), drift):
@@ -143,13 +149,14 @@ def render_session(
     saved anchor, the `drift` of this checkout since the saved commit (`branch`: the current one,
     when only a branch was saved): its file and branch names are the checkout's, not ours.
     """
-    repo = repo or str(session.get("repo") or "")
-    heading = f"## SessionVault: last session for `{framing.code(repo or 'this repo', 200)}`"
+    # Outside the fence only our own words and the repo of this checkout (the hook's, never a
+    # saved value): a saved client, repo or name could say anything, and "automatic" is only a
+    # name's prefix a caller chose (auto/...), so nothing is claimed about it out here.
+    shown = framing.code(repo or "this repo", 200)
+    heading = f"## SessionVault: last session for `{shown}`"
     if session.get("automatic"):
-        by = framing.code(str(session.get("client") or "a client"), 100)
         heading = (
-            f"## SessionVault: automatic checkpoint for `{framing.code(repo or 'this repo', 200)}`"
-            f" (from `{by}`, {age(str(session.get('saved_at') or ''))}; saved by its hook, not by a model)"
+            f"## SessionVault: last checkpoint for `{shown}` ({age(str(session.get('saved_at') or ''))})"
         )
     offered = open_offer(session, client)
     extra = [handoff_line(offered, repo, client)] if offered is not None else []

@@ -114,6 +114,20 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         end_events={"Stop": None, "PreCompact": None, "SessionEnd": None},
         end_extra={"timeoutSec": HOOK_TIMEOUT_S},
     ),
+    "droid": HookSpec(
+        title="Factory Droid",
+        # Claude Code's hook shape, in ~/.factory/settings.json
+        # (https://docs.factory.ai/reference/hooks-reference): SessionStart (matcher startup,
+        # resume, clear, compact) with hookSpecificOutput.additionalContext, which reached the
+        # model in a real run; every input has session_id, transcript_path, hook_event_name.
+        path=lambda home, cwd: home / ".factory" / "settings.json",
+        matcher="startup|clear",
+        extra={"timeout": 5},
+        # Stop (every turn), PreCompact, SessionEnd (each `droid exec` ends with one); fixture:
+        # tests/fixtures/transcripts/droid-0.225.2.
+        end_events={"Stop": None, "PreCompact": "manual|auto", "SessionEnd": None},
+        end_extra={"timeout": HOOK_TIMEOUT_S},
+    ),
     "amazon-q": HookSpec(
         title="Amazon Q Developer CLI",
         # A global agent named q_cli_default replaces the built-in default agent that `q chat`

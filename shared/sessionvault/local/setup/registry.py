@@ -168,6 +168,13 @@ CLIENTS: dict[str, ClientSpec] = {
         # `tools` is required by Copilot's format; "*" enables every tool of the server.
         fixed={"type": "http", "tools": ["*"]},
     ),
+    "droid": ClientSpec(
+        title="Factory Droid",
+        # User-level MCP servers of the Droid CLI (https://docs.factory.ai/cli/configuration/mcp).
+        path=lambda home, cwd: home / ".factory" / "mcp.json",
+        container="mcpServers",
+        fixed={"type": "http"},
+    ),
     "qwen": ClientSpec(
         title="Qwen Code",
         path=lambda home, cwd: home / ".qwen" / "settings.json",

@@ -23,6 +23,7 @@ HOOK_FILES = {
     "codex": ".codex/hooks.json",
     "gemini": ".gemini/settings.json",
     "qwen": ".qwen/settings.json",
+    "droid": ".factory/settings.json",
 }
 GROUPED = [c for c in hooks.HOOK_CLIENTS if hooks.HOOK_CLIENTS[c].matcher is not None]
 Q_AGENT = ".aws/amazonq/cli-agents/q_cli_default.json"
@@ -56,6 +57,7 @@ def test_install_writes_the_documented_entry(client: str, tmp_path: Path) -> Non
         "codex": ("startup|clear", {"timeout": 5}),
         "gemini": ("startup", {"timeout": 5000, "name": "sessionvault"}),
         "qwen": ("startup", {"timeout": 5, "name": "sessionvault"}),  # seconds, unlike Gemini
+        "droid": ("startup|clear", {"timeout": 5}),  # Claude Code's shape
     }[client]
     assert group["matcher"] == expected[0]
     assert expected[1].items() <= hook.items()
@@ -208,6 +210,7 @@ END_EVENTS = {
     "codex": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20}),
     "gemini": ({"AfterAgent", "SessionEnd"}, {"timeout": 20000, "name": "sessionvault-checkpoint"}),
     "qwen": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20, "name": "sessionvault-checkpoint"}),
+    "droid": ({"Stop", "PreCompact", "SessionEnd"}, {"timeout": 20}),
 }
 
 

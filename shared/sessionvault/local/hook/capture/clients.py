@@ -13,6 +13,7 @@ from sessionvault.local.hook.capture import (
     codex,
     codex_sessions,
     copilot_cli,
+    droid,
     gemini,
     opencode,
     qwen,
@@ -40,6 +41,7 @@ READERS: dict[str, Reader[Any]] = {
     "gemini": Reader(gemini.read, gemini.locate),
     "qwen": Reader(qwen.read, qwen.locate),
     "copilot-cli": Reader(copilot_cli.read, copilot_cli.locate),
+    "droid": Reader(droid.read, droid.locate),
     "opencode": Reader(
         lambda found: opencode.read(found.db, found.session_id),
         lambda home, cwd, sid: opencode.locate(home, cwd, sid),

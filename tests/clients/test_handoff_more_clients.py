@@ -1,0 +1,189 @@
+"""Zero-call handoffs for the clients that came after the first four (test_handoff_without_tool_calls.py
+says how one is proven): the source client runs the scripted session against a local endpoint of
+its provider's API, its own end-of-work hooks save the checkpoint from its own transcript, and a
+different real client, started in a clone whose remote is spelled the https way, gets it into
+its first model request through its session-start hook. No model calls a SessionVault tool.
+
+Pairs here: Gemini CLI -> GitHub Copilot CLI, Copilot CLI -> Factory Droid, Droid -> Claude Code.
+Together with the first file's pairs every capture client is a source and a target at least once
+(docs/clients.md has the matrix)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sessionvault.core import records
+
+from ..conftest import make_user
+from ..support.model_recorder import ModelRecorder
+from ..support.scripted_chat import ScriptedChat, copilot_script, droid_script
+from ..support.scripted_gemini import ScriptedGemini, checkpoint_script
+from .conftest import Env, ToolCalls
+from .test_claude_code import approve_project_servers, claude
+from .test_copilot_cli import FLAGS, copilot
+from .test_copilot_cli import model_env as copilot_model
+from .test_droid import EXEC, droid, use_model
+from .test_gemini import NO_MODEL, gemini, trust_folder
+from .test_handoff_without_tool_calls import (
+    CHECK_STEP,
+    CLAUDE_ENV,
+    FAILURE,
+    PLAN_PATH,
+    PROMPT,
+    SSH_REMOTE,
+    checkpoints,
+    make_clone,
+    other_clone,
+    sessionvault_tool_uses,
+)
+
+
+def the_checkpoint(runtime: Any, user: Any, client: str, marker: str, step: str | None, out: str) -> None:
+    """The one automatic checkpoint for the repo, saved by `client`'s hooks, with the file, the
+    failing command and `marker`, and the plan step `step` in progress (None: a client whose
+    headless mode offers the model no task list)."""
+    [saved] = checkpoints(runtime, user)
+    record = runtime.vault.load(user.principal, records.parse(records.LoadArgs, {"name": saved["name"]}))
+    assert saved["name"].startswith(f"auto/{client}/") and record["client"] == client, out
+    assert marker in record["summary"] and PLAN_PATH in record["files"] and FAILURE in record["errors"], (
+        record
+    )
+    assert step is None or f"[doing] {step}" in record["plan"], record
+
+
+def no_sessionvault_call(model: ModelRecorder, out: str) -> None:
+    assert not sessionvault_tool_uses(model.bodies()), out
+
+
+# --- the sources ---------------------------------------------------------------------------------
+
+
+def run_gemini(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect gemini --hooks` (AfterAgent and SessionEnd save the checkpoint), the folder
+    trusted, a model that is offered write_todos, then `gemini -p` against the scripted model."""
+    env.connect("gemini", url, key, "--hooks")
+    trust_folder(env)
+    path = env.home / ".gemini" / "settings.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    data["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+    data["model"] = {"name": "gemini-2.5-pro"}
+    path.write_text(json.dumps(data, indent=2))
+    with ScriptedGemini(checkpoint_script(marker)) as model:
+        argv = [gemini(env), "-p", PROMPT, "--approval-mode=yolo"]
+        done = env.run(argv, key, GOOGLE_GEMINI_BASE_URL=model.base_url, **NO_MODEL)
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
+def run_copilot(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect copilot-cli --hooks` (Stop and SessionEnd save the checkpoint), then `copilot -p`
+    against the scripted Chat Completions model: its task list, a file, a failing command."""
+    env.connect("copilot-cli", url, key, "--hooks")
+    (env.project / "notes").mkdir()
+    with ScriptedChat(copilot_script(marker, env.project)) as model:
+        done = env.run([copilot(env), "-p", PROMPT, *FLAGS], key, **copilot_model(model))
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
+def run_droid(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect droid --hooks` (Stop and SessionEnd save the checkpoint), then `droid exec`
+    against the scripted model: a file and a failing command (no task list: see droid_script)."""
+    env.connect("droid", url, key, "--hooks")
+    (env.project / "notes").mkdir()
+    with ScriptedChat(droid_script(marker, env.project)) as model:
+        use_model(env, model)
+        done = env.run([droid(env), *EXEC, PROMPT], key)
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
+# --- the targets ---------------------------------------------------------------------------------
+
+
+def handed_over(model: ModelRecorder, source: str, marker: str) -> None:
+    """The first model request holds the source's checkpoint (its name, auto/<source>/<id>, and
+    the marker of its last reply), and the target's model called no SessionVault tool."""
+    first = model.bodies()[:1]
+    assert first and json.dumps(marker)[1:-1] in first[0] and f"auto/{source}/" in first[0], model.summary()
+    assert not sessionvault_tool_uses(model.bodies()), model.summary()
+
+
+def copilot_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("copilot-cli", url, key, "--hooks")
+    with ModelRecorder() as model:
+        env.run([copilot(env), "-p", "hi", *FLAGS], key, **copilot_model(model))
+        handed_over(model, source, marker)
+
+
+def droid_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("droid", url, key, "--hooks")
+    with ModelRecorder() as model:
+        use_model(env, model)
+        env.run([droid(env), *EXEC, "hi"], key)
+        handed_over(model, source, marker)
+
+
+def claude_code_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("claude-code", url, key, "--hooks")
+    approve_project_servers(env)
+    with ModelRecorder() as model:
+        env.until(
+            [claude(env), "-p", "hi"],
+            key,
+            lambda: model.saw(marker),
+            timeout=90,
+            ANTHROPIC_BASE_URL=model.base_url,
+            **CLAUDE_ENV,
+            CLAUDE_CODE_MAX_RETRIES="0",
+            API_TIMEOUT_MS="3000",
+        )
+        handed_over(model, source, marker)
+
+
+# --- the pairs -----------------------------------------------------------------------------------
+
+
+def handoff(runtime: Any, client_env: Env, tool_calls: ToolCalls) -> tuple[Any, str]:
+    user = make_user(runtime)
+    make_clone(client_env.project, SSH_REMOTE)
+    return user, f"zero-call-marker-{os.urandom(6).hex()}"
+
+
+def test_gemini_cli_hands_over_to_copilot_cli_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    user, marker = handoff(runtime, client_env, tool_calls)
+    out = run_gemini(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "gemini", marker, CHECK_STEP, out)
+    assert tool_calls.calls("save_session", user.id), out
+    copilot_sees(other_clone(client_env, tmp_path, "copilot"), server.url, user.key, marker, "gemini")
+
+
+def test_copilot_cli_hands_over_to_droid_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    user, marker = handoff(runtime, client_env, tool_calls)
+    out = run_copilot(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "copilot-cli", marker, CHECK_STEP, out)
+    assert tool_calls.calls("save_session", user.id), out
+    droid_sees(other_clone(client_env, tmp_path, "droid"), server.url, user.key, marker, "copilot-cli")
+
+
+def test_droid_hands_over_to_claude_code_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    user, marker = handoff(runtime, client_env, tool_calls)
+    out = run_droid(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "droid", marker, None, out)
+    assert tool_calls.calls("save_session", user.id), out
+    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "droid")
