@@ -5,8 +5,10 @@
     .venv/bin/python -m benchmarks.run --fresh   (rebuild the seeded database)
     .venv/bin/python -m benchmarks.run --only hook
     .venv/bin/python -m benchmarks.run --only embed
+    .venv/bin/python -m benchmarks.run --only redaction
 
-Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak, blas.
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak, blas,
+redaction.
 The seeded database (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
@@ -16,7 +18,8 @@ server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded
 `embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database.
 `keepalive` and `soak` (benchmarks/steady.py: the server as `sessionvault serve` runs it, kept-alive
 against new connections; saves beside a busy process) run on an embedded PostgreSQL of their own;
-`blas` (the embedder's BLAS threads, benchmarks/blas.py) needs no database."""
+`blas` (the embedder's BLAS threads, benchmarks/blas.py) needs no database; nor does `redaction`
+(secret scrubbing on the redaction corpus, benchmarks/redaction.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +31,9 @@ import warnings
 
 from .common import header, load
 
-SECTIONS = ("coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "blas")
+SECTIONS = (
+    "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "blas", "redaction"
+)  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
 RUN_LABEL = "bench-run"  # keys this run gives seeded users, removed at the end
@@ -71,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "blas"):
+        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "blas", "redaction"):
             if name not in wanted:
                 continue
             try:
@@ -118,6 +123,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .steady import soak
 
         soak()
+    elif name == "redaction":
+        from .redaction import redaction_figures
+
+        redaction_figures()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":
