@@ -233,3 +233,37 @@ def test_a_stop_signal_drains_cleans_up_and_exits_0(home: Path, key: str, sig: i
         all_acknowledged_are_there(again.port, key)
     finally:
         assert again.stop() == 0, again.text()
+
+
+def cli(home: Path, *argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sessionvault.cli.main", *argv],
+        env={**environ(home), **extra},
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input="{}",
+        check=False,
+    )
+
+
+def test_a_server_on_another_port_is_found_by_connect_doctor_and_the_hook(home: Path, key: str) -> None:
+    """Issue 27, item B: `make dev PORT=N` and nothing else configured."""
+    dev = Dev(home)  # on a free port, never the default
+    url = f"http://127.0.0.1:{dev.port}/mcp"
+    try:
+        snippet = cli(home, "connect", "claude-code")
+        assert snippet.returncode == 0 and url in snippet.stdout, snippet.stdout + snippet.stderr
+        doctor = cli(home, "doctor", SESSIONVAULT_API_KEY=key)
+        assert url in doctor.stdout, doctor.stdout + doctor.stderr
+        assert "not reachable" not in doctor.stdout and "refused" not in doctor.stdout
+        hook = cli(home, "hook", "session-start", SESSIONVAULT_API_KEY=key)
+        assert "no saved session" in hook.stdout, hook.stdout + hook.stderr  # the server answered
+        shown = cli(home, "config", "show")
+        assert url in shown.stdout and "server.json" in shown.stdout, shown.stdout
+    finally:
+        assert dev.stop() == 0, dev.text()
+    assert not (home / "server.json").exists()  # a stopped server is not found any more
+    gone = cli(home, "hook", "session-start", SESSIONVAULT_API_KEY=key)
+    assert url not in gone.stdout

@@ -75,6 +75,8 @@ def serve(
         # The lock is what refuses a second server and a master-key rotation; server.pid is
         # only written (after the lock was won) for `backup`, which records whether a server ran.
         claimed = masterkey.claim(t.home) if t.home and lock else None
+        if lock is not None:  # where it serves, beside the lock: found by connect, doctor, hooks
+            statelock.record_address(lock.home, host, port)
         print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
         # No proxy in front of a local server: X-Forwarded-For must not pick the client address
         # that failed authentications are counted by.
@@ -93,6 +95,8 @@ def serve(
             sock.close()
         if claimed:
             claimed.unlink(missing_ok=True)
+        if lock is not None:
+            statelock.forget_address(lock.home)
         if t.home is not None:
             restarted = watch is not None and watch.restarts > 0
             embedded.release(t.home, stop_if_last=t.db_started or restarted)

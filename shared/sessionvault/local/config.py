@@ -11,6 +11,7 @@ Light (tomllib, no third-party import): the session-start hook reads it on every
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -102,7 +103,11 @@ class Config:
 
     @property
     def local_url(self) -> str:
-        """The local server's MCP endpoint on the configured port."""
+        """The local server's MCP endpoint: on the configured port when one is given (flag,
+        variable, file), else where the server running from this state folder serves (`make
+        dev PORT=N` is found), else on the default port."""
+        if not self.values["port"].explicit and (running := serving_url(self.state)):
+            return running
         return f"http://{DEFAULT_HOST}:{self.port}/mcp"
 
     @property
@@ -119,6 +124,25 @@ class Config:
         for name in SERVER_OPTIONS:
             env[OPTIONS[name].env] = str(self.values[name].value)
         return env
+
+
+SERVING_FILE = "server.json"  # where the running server serves: written by local/host/statelock.py
+
+
+def serving_url(state: Path) -> str:
+    """The URL the server running from `state` recorded, or "" (none, or its process is gone)."""
+    try:
+        record = json.loads((state / SERVING_FILE).read_text())
+        url, pid = str(record["url"]), int(record["pid"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return ""
+    try:
+        os.kill(pid, 0)  # signal 0: is it alive? (a crash leaves the file behind)
+    except PermissionError:
+        return url  # alive, another user's
+    except OSError:
+        return ""
+    return url
 
 
 def state_folder(env: Mapping[str, str], user_home: Path | None = None) -> Path:

@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from sessionvault.errors import ConfigError, StateInUse
+from sessionvault.local import config
 from sessionvault.names import HOME_ENV, PORT_ENV
 
 LOCK_FILE = "server.lock"
@@ -99,6 +101,32 @@ def refuse_if_held(home: Path, doing: str) -> None:
     pid = holder(home)
     if pid is not None:
         raise _in_use(home, pid, doing)
+
+
+# ---------------------------------------------------------------- where it serves
+
+
+def record_address(home: Path, host: str, port: int) -> str:
+    """Write where this process serves beside the lock (config.SERVING_FILE), whole or not at
+    all: `connect`, `doctor`, the hooks and the bridge use it when no port or URL is configured,
+    so `make dev PORT=N` is found. The URL, which is returned, is one a client can reach."""
+    shown = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+    url = f"http://{f'[{shown}]' if ':' in shown else shown}:{port}/mcp"
+    path = home / config.SERVING_FILE
+    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    aside.write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+    os.replace(aside, path)
+    return url
+
+
+def forget_address(home: Path) -> None:
+    """Remove the record when it is this process's (a newer server's is left alone)."""
+    path = home / config.SERVING_FILE
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 # ---------------------------------------------------------------- the port

@@ -175,7 +175,8 @@ def _write(path: Path, text: str, mode: int) -> None:
 
 def server_url(cfg: Config) -> config.Value:
     """The configured URL (flag, $SESSIONVAULT_URL, config.toml), else the saved deployment's,
-    else the local server's on the configured port; with where it came from."""
+    else the local server's: where the one running from the state folder serves unless a port
+    is configured, else on the configured port; with where it came from."""
     given = cfg.values["url"]
     if given.explicit:
         return given
@@ -183,6 +184,8 @@ def server_url(cfg: Config) -> config.Value:
     if deployment and deployment.url:
         return config.Value(deployment.url, str(cfg.state / DEPLOYMENT_FILE))
     port = cfg.values["port"]
+    if not port.explicit and (running := config.serving_url(cfg.state)):
+        return config.Value(running, f"the running server ({cfg.state / config.SERVING_FILE})")
     return config.Value(cfg.local_url, f"the local server at the port ({port.source})")
 
 
