@@ -24,6 +24,8 @@ from ..conftest import free_port, make_user
 def _isolated(isolated_git: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(names.URL_ENV, raising=False)
     monkeypatch.delenv(names.KEY_ENV, raising=False)
+    # Backups of the configs these tests change go to the state folder: not the real one.
+    monkeypatch.setenv(names.HOME_ENV, str(isolated_git / "state"))
 
 
 @pytest.fixture

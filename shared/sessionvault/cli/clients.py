@@ -111,7 +111,7 @@ def _run_connect(args: argparse.Namespace) -> int:
         return 0
     results: list[ApplyResult] = []
     try:
-        with files.one_run():  # one backup per file, however many entries change in it
+        with files.one_run(home=home):  # one backup per file, however many entries change in it
             results.append(files.apply(args.client, args.url, key, use_env=args.use_env, home=home, cwd=cwd))
             if args.hooks:
                 results.append(hooks.install_hooks(args.client, home=home, cwd=cwd, url=args.url))

@@ -83,15 +83,16 @@ class Backups:
 _RUN: ContextVar[Backups | None] = ContextVar("sessionvault_backups", default=None)
 
 
-def backup_folder() -> Path:
-    """Where backups go: `backups` in the state folder ($SESSIONVAULT_HOME, ~/.sessionvault)."""
-    return state_folder(os.environ) / BACKUPS
+def backup_folder(home: Path | None = None) -> Path:
+    """Where backups go: `backups` in the state folder ($SESSIONVAULT_HOME, else .sessionvault
+    in `home`, default the user's)."""
+    return state_folder(os.environ, home) / BACKUPS
 
 
 @contextmanager
-def one_run(now: datetime | None = None) -> Iterator[Backups]:
+def one_run(now: datetime | None = None, home: Path | None = None) -> Iterator[Backups]:
     """Every change made inside is one run: one backup per file, in one folder."""
-    backups = Backups(backup_folder(), now)
+    backups = Backups(backup_folder(home), now)
     token = _RUN.set(backups)
     try:
         yield backups
@@ -121,7 +122,8 @@ def apply(
     value = entry(spec, url, key, use_env)
     path = config_path(client, home=home, cwd=cwd)
     private = holds_literal_key(spec, use_env)
-    return set_member(path, spec.fmt, spec.container, SERVER_NAME, value, private=private, now=now)
+    backups = _RUN.get() or Backups(backup_folder(home), now)
+    return set_member(path, spec.fmt, spec.container, SERVER_NAME, value, private=private, backups=backups)
 
 
 def set_member(
@@ -133,6 +135,7 @@ def set_member(
     *,
     private: bool = False,
     now: datetime | None = None,
+    backups: Backups | None = None,
 ) -> ApplyResult:
     """Make `file[container][name] == value`, keeping everything else.
 
@@ -155,7 +158,7 @@ def set_member(
     # The edit is textual (to keep comments), so check that the only change is ours.
     if load(new) != {**data, container: {**holder, name: value}}:
         raise ConfigFileError(f"{path}: could not edit the file safely; nothing was written")
-    backup = (_RUN.get() or Backups(backup_folder(), now)).keep(real, old)
+    backup = (backups or _RUN.get() or Backups(backup_folder(), now)).keep(real, old)
     mode = 0o600 if private else (real.stat().st_mode & 0o777 if real.exists() else 0o644)
     write_atomic(real, new, mode)
     return ApplyResult(path=path, changed=True, backup=backup)
