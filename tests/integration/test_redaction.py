@@ -220,3 +220,59 @@ async def test_with_redaction_off_the_text_is_kept(keeping):
     assert loaded["summary"] == session(s)["summary"]
     assert loaded["decisions"][0]["reason"] == f"the key {s['openai']} still works"
     assert s["github"] in keeping.embedder.texts[-1]
+
+
+def transcript_secrets() -> dict[str, str]:
+    return {
+        "pgpassword": "pg" + rand(14),
+        "mysql": "my" + rand(14),
+        "curl": "cu" + rand(14),
+        "db_password": "db" + rand(14),
+        "secret_key": "sk" + rand(30),
+        "hf": "hf_" + rand(34, string.ascii_letters),
+        "npm": "np" + rand(30),
+        "access_token": "at" + rand(30),
+        "cookie": "co" + rand(30),
+        "cut_github": "ghp_" + rand(18),  # what a client that clipped first kept of a key
+    }
+
+
+def checkpoint(s: dict[str, str]) -> dict[str, object]:
+    """An automatic checkpoint as a client that did not scrub it would send it (issue 27)."""
+    return {
+        "name": "auto/claude-code/6f1f4ac2-45a1-4ace-8995-8a64bf490f9f",
+        # the cut key ends where the 120-character preview does
+        "summary": "Asked: fix the deploy, token " + "x" * 66 + " " + s["cut_github"] + "…\n\n"
+        f"Last reply: your .env has\nDB_PASSWORD={s['db_password']}\nSECRET_KEY={s['secret_key']}\n"
+        f"HF_TOKEN={s['hf']}",
+        "repo": "github.com/acme/shop",
+        "errors": [
+            f"PGPASSWORD={s['pgpassword']} psql -h db -U app: FATAL: password authentication failed",
+            f"mysql -u root -p{s['mysql']} shop: ERROR 1045 (28000): Access denied",
+            f"curl -u admin:{s['curl']} https://ci.internal/api: 401",
+            f"curl 'https://api.example.com/v1?access_token={s['access_token']}&page=2': 403",
+            f"curl -H 'Cookie: sessionid={s['cookie']}' https://app.internal: 500",
+        ],
+        "tried": [f"asked: npm config set //registry.npmjs.org/:_authToken={s['npm']}"],
+        "client": "claude-code",
+    }
+
+
+async def test_a_checkpoint_holding_what_transcripts_hold_is_scrubbed_on_the_server(redacting, pg):
+    user = make_user(redacting.rt)
+    s = transcript_secrets()
+    redacting.embedder.texts.clear()
+    saved = await call(redacting.server.url, user.key, "save_session", checkpoint(s))
+    kinds = {r["kind"] for r in saved["redacted"]}
+    assert {"secret_assignment", "secret_flag", "url_password", "cookie", "cut_token"} <= kinds
+    assert "huggingface_token" in kinds
+    loaded = await call(redacting.server.url, user.key, "load_session", {"name": saved["name"]})
+    assert loaded["errors"][0] == (
+        "PGPASSWORD=[REDACTED:secret_assignment] psql -h db -U app: FATAL: password authentication failed"
+    )
+    assert not leaked(str(loaded), s)
+    with psycopg.connect(pg.owner_url) as conn:
+        preview = conn.execute("SELECT preview FROM sessions WHERE user_id = %s", (user.id,)).fetchone()[0]
+    assert "[REDACTED" in preview and not leaked(preview, s)
+    assert not leaked(database_text(pg.owner_url), s)
+    assert not leaked(" ".join(redacting.embedder.texts), s)
