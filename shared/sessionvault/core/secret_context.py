@@ -195,7 +195,7 @@ def _replace(match: re.Match[str], kind: str, kinds: list[str], found: dict[str,
     if start < 0:
         return None
     if not quoted:
-        end = start + len(_trimmed(match, match.string[start:end]))
+        end = start + len(_trimmed(match, match.string[start:end], kind))
     value = match.string[start:end]
     key = groups.get("key")
     strength = _strength(key) if key else 3
@@ -208,14 +208,14 @@ def _replace(match: re.Match[str], kind: str, kinds: list[str], found: dict[str,
     return whole[: start - offset] + marker(kind) + whole[end - offset :]
 
 
-def _trimmed(match: re.Match[str], value: str) -> str:
+def _trimmed(match: re.Match[str], value: str, kind: str) -> str:
     """A bare value without what follows it but is not part of it: closing brackets it did not
     open (`connect(password=x)`), a query's next parameter (`?token=x&page=2`), a full stop."""
     if "key" in match.groupdict() and match.start("key") > 0 and match.string[match.start("key") - 1] in "?&":
         value = re.split(r"[&#]", value, maxsplit=1)[0]
     while value and value[-1] in _CLOSERS and value.count(value[-1]) > value.count(_CLOSERS[value[-1]]):
         value = value[:-1]
-    return value.rstrip(".") if match.re.pattern.startswith("(?i)\\b(?P<key>password|") else value
+    return value.rstrip(".") if kind == "secret_prose" else value
 
 
 def _strength(key: str) -> int:
