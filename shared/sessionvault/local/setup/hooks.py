@@ -128,8 +128,8 @@ def install_hooks(
     """Add the session-start hook to the client's own settings, keeping everything else.
 
     Idempotent: when the hook is already there, nothing is written and no backup is made.
-    Otherwise an older sessionvault hook is replaced, the old file is copied to
-    `<file>.bak-YYYYmmddHHMMSS`, and the edit is re-parsed before it is written. A missing file
+    Otherwise an older sessionvault hook is replaced, the old file is copied into the state
+    folder (files.Backups), and the edit is re-parsed before it is written. A missing file
     with a `seed` (Amazon Q's default agent) is created from it.
     """
     spec = _hook_spec(client)
