@@ -1,6 +1,7 @@
 """Settings inside Lambda: plain values from the environment, secrets from Secrets Manager
 (`from_lambda`), read with one SigV4-signed HTTPS request each (`sigv4_headers`), not with
-boto3: importing boto3 would cost every cold start some 300 ms."""
+boto3: importing boto3 would cost every cold start some 300 ms. KMS is called the same way
+(`KmsClient`), so no request in Lambda imports boto3."""
 
 from __future__ import annotations
 
@@ -54,29 +55,48 @@ def _secret_text(answer: Mapping[str, object]) -> str:
 
 
 def _get_secret_value(name: str, env: Mapping[str, str], timeout_s: float = 10.0) -> dict[str, object]:
-    """GetSecretValue over HTTPS, signed with Signature Version 4, as botocore sends it: the
-    endpoint (AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL, else the region's), the
-    credentials Lambda gives the function (its environment; under SnapStart the container
-    credentials endpoint). AWS's error answers raise SecretReadError(code)."""
+    """GetSecretValue, one signed request (`aws_json`); AWS's error answers raise
+    SecretReadError(code)."""
+    return aws_json(
+        "secretsmanager", "secretsmanager.GetSecretValue", {"SecretId": name}, env, SecretReadError, timeout_s
+    )
+
+
+ENDPOINT_ENV = {"secretsmanager": "AWS_ENDPOINT_URL_SECRETS_MANAGER", "kms": "AWS_ENDPOINT_URL_KMS"}
+
+
+def aws_json(
+    service: str,
+    target: str,
+    payload: Mapping[str, object],
+    env: Mapping[str, str],
+    error: Callable[[str], Exception],
+    timeout_s: float = 10.0,
+    credentials: AwsCredentials | None = None,
+) -> dict[str, object]:
+    """One call of an AWS JSON 1.1 API (Secrets Manager, KMS) over HTTPS, signed with Signature
+    Version 4 as botocore signs it: the endpoint (AWS_ENDPOINT_URL_<SERVICE>, AWS_ENDPOINT_URL,
+    else the region's), the credentials Lambda gives the function (its environment; under
+    SnapStart the container credentials endpoint). A failure raises `error(code)`: AWS's error
+    code, or the kind of failure (no region, no network) when AWS did not answer."""
     import json
     import urllib.error
     import urllib.request
 
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
     if not region:
-        raise SecretReadError("NoRegion")
-    endpoint = env.get("AWS_ENDPOINT_URL_SECRETS_MANAGER") or env.get("AWS_ENDPOINT_URL") or ""
+        raise error("NoRegion")
+    endpoint = env.get(ENDPOINT_ENV.get(service, "")) or env.get("AWS_ENDPOINT_URL") or ""
     if not endpoint:
         suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-        endpoint = f"https://secretsmanager.{region}.{suffix}"
-    body = json.dumps({"SecretId": name}).encode()
-    headers = {
-        "Content-Type": "application/x-amz-json-1.1",
-        "X-Amz-Target": "secretsmanager.GetSecretValue",
-    }
-    signed = sigv4_headers(
-        "POST", endpoint, headers, body, region, "secretsmanager", _credentials(env, timeout_s)
-    )
+        endpoint = f"https://{service}.{region}.{suffix}"
+    body = json.dumps(payload).encode()
+    headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target}
+    try:
+        credentials = credentials or _credentials(env, timeout_s)
+    except SecretReadError as exc:
+        raise error(exc.code) from None
+    signed = sigv4_headers("POST", endpoint, headers, body, region, service, credentials)
     request = urllib.request.Request(endpoint, data=body, method="POST", headers=signed)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # Lambda has no proxy
     try:
@@ -87,9 +107,75 @@ def _get_secret_value(name: str, env: Mapping[str, str], timeout_s: float = 10.0
             code = str(json.loads(exc.read()).get("__type", "")).rpartition("#")[2]
         except ValueError:
             code = ""
-        raise SecretReadError(code or f"HTTP{exc.code}") from None
+        raise error(code or f"HTTP{exc.code}") from None
     except (OSError, ValueError) as exc:
-        raise SecretReadError(type(exc).__name__) from None
+        raise error(type(exc).__name__) from None
+
+
+class KmsClient:
+    """KMS's GenerateDataKey, Decrypt and Encrypt, one signed request each (`aws_json`), with
+    boto3's method names and answer shapes (bytes in and out), so `KmsKeyProvider` takes
+    either. Without boto3: importing it cost a cold Lambda's first save some 250 ms (the
+    data key's unwrap), once per environment. The credentials are read on the first call, not
+    when the client is made (a SnapStart snapshot must not hold them), and again when they
+    are about to expire."""
+
+    def __init__(self, error: Callable[[str], Exception], env: Mapping[str, str] | None = None) -> None:
+        self._error, self._env = error, env
+        self._credentials: AwsCredentials | None = None
+        self._read_at = 0.0
+
+    def _call(self, operation: str, payload: dict[str, object]) -> dict[str, object]:
+        import time
+
+        env = os.environ if self._env is None else self._env
+        if self._credentials is None or time.monotonic() - self._read_at > CREDENTIALS_TTL_S:
+            try:
+                self._credentials, self._read_at = _credentials(env, 10.0), time.monotonic()
+            except SecretReadError as exc:
+                raise self._error(exc.code) from None
+        return aws_json(
+            "kms", f"TrentService.{operation}", payload, env, self._error, 10.0, self._credentials
+        )
+
+    def generate_data_key(
+        self, *, KeyId: str, KeySpec: str, EncryptionContext: dict[str, str]
+    ) -> dict[str, object]:
+        out = self._call(
+            "GenerateDataKey", {"KeyId": KeyId, "KeySpec": KeySpec, "EncryptionContext": EncryptionContext}
+        )
+        return {**out, "Plaintext": _b64(out, "Plaintext"), "CiphertextBlob": _b64(out, "CiphertextBlob")}
+
+    def decrypt(
+        self, *, CiphertextBlob: bytes, EncryptionContext: dict[str, str], KeyId: str
+    ) -> dict[str, object]:
+        import base64
+
+        blob = base64.b64encode(CiphertextBlob).decode()
+        out = self._call(
+            "Decrypt", {"CiphertextBlob": blob, "EncryptionContext": EncryptionContext, "KeyId": KeyId}
+        )
+        return {**out, "Plaintext": _b64(out, "Plaintext")}
+
+    def encrypt(
+        self, *, KeyId: str, Plaintext: bytes, EncryptionContext: dict[str, str]
+    ) -> dict[str, object]:
+        import base64
+
+        plain = base64.b64encode(Plaintext).decode()
+        out = self._call(
+            "Encrypt", {"KeyId": KeyId, "Plaintext": plain, "EncryptionContext": EncryptionContext}
+        )
+        return {**out, "CiphertextBlob": _b64(out, "CiphertextBlob")}
+
+
+CREDENTIALS_TTL_S = 300.0  # role credentials last hours; read again well before they expire
+
+
+def _b64(answer: Mapping[str, object], name: str) -> bytes:
+    import base64
+
+    return base64.b64decode(str(answer[name]))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import os
 import re
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -109,26 +110,32 @@ class KmsKeyProvider:
 
     @property
     def client(self) -> Any:
-        """Made on the first request that needs KMS, never at init: importing boto3 costs a
-        cold start some 300 ms, and a client made at init would hold the credentials of that
-        moment (in a SnapStart snapshot: stale ones in every restored copy)."""
+        """Made on the first request that needs KMS, never at init (a client made at init
+        would hold the credentials of that moment: in a SnapStart snapshot, stale ones in every
+        restored copy). The stdlib client (`aws_secrets.KmsClient`, one signed request a call):
+        importing boto3 cost a cold Lambda's first save some 250 ms. boto3's only where botocore
+        is loaded already (a process that uses it anyway; moto's in-process mock in the tests)."""
         if self._client is None:
             with self._client_lock:  # one client, however many threads ask first
                 if self._client is None:
-                    import boto3  # type: ignore[import-untyped]
+                    if "botocore" in sys.modules:
+                        import boto3  # type: ignore[import-untyped]
 
-                    self._client = boto3.client("kms")
+                        self._client = boto3.client("kms")
+                    else:
+                        from sessionvault.aws_secrets import KmsClient
+
+                        self._client = KmsClient(_kms_code_failure)
         return self._client
 
     @staticmethod
     def prime() -> None:
-        """Load the KMS client's code and service model without making a client (no
-        credentials, no region resolved): for a SnapStart before-snapshot hook, so the first
-        request after a restore does not import boto3."""
-        import boto3
+        """Load the code the first KMS call runs, without reading any credentials: for a
+        SnapStart before-snapshot hook (the request's modules, not boto3 any more)."""
+        import hmac  # noqa: F401
+        import urllib.request  # noqa: F401
 
-        boto3.setup_default_session()
-        boto3.DEFAULT_SESSION._session.get_service_model("kms")
+        import sessionvault.aws_secrets  # noqa: F401
 
     @staticmethod
     def _context(user_id: str) -> dict[str, str]:
@@ -163,7 +170,13 @@ _KMS_INTEGRITY_CODES = {"InvalidCiphertextException", "IncorrectKeyException"}
 
 
 def _kms_failure(exc: Exception) -> Exception:
-    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    if isinstance(exc, DecryptionFailed | ProviderUnavailable):  # the stdlib client's, mapped already
+        return exc
+    return _kms_code_failure(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+
+
+def _kms_code_failure(code: str) -> Exception:
+    """The error for AWS's error `code` (or the kind of failure when AWS did not answer)."""
     if code in _KMS_INTEGRITY_CODES:
         return DecryptionFailed()
     return ProviderUnavailable("the key service (KMS) did not answer; nothing was read or written: try again")

@@ -1,0 +1,119 @@
+"""KMS without boto3 (issue 29, item 4): the stdlib client (`aws_secrets.KmsClient`) signs its
+requests exactly as botocore does, keeps KmsKeyProvider's contract against a KMS over HTTP (moto's
+server, a separate endpoint as AWS would be), maps AWS's errors as the boto3 path does, and a
+process that uses it never imports boto3."""
+
+from __future__ import annotations
+
+import base64
+import calendar
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from sessionvault.aws_secrets import AwsCredentials, KmsClient, sigv4_headers
+from sessionvault.core.keys import KmsKeyProvider, WrappedKey, _kms_code_failure
+from sessionvault.errors import DecryptionFailed, ProviderUnavailable
+from tests.conftest import free_port
+
+
+def test_the_kms_request_is_signed_exactly_as_botocore_signs_it() -> None:
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials as BotoCredentials
+
+    blob = base64.b64encode(os.urandom(64)).decode()
+    body = json.dumps(
+        {"CiphertextBlob": blob, "EncryptionContext": {"app": "sessionvault", "user_id": "u-1"}, "KeyId": "k"}
+    ).encode()
+    headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "TrentService.Decrypt"}
+    for url, region, token in (
+        ("https://kms.us-east-1.amazonaws.com/", "us-east-1", "session-token"),
+        ("https://kms.eu-central-1.amazonaws.com", "eu-central-1", ""),
+        ("http://127.0.0.1:5123", "us-east-1", "a  token with spaces"),
+    ):
+        request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
+        SigV4Auth(BotoCredentials("AKIDEXAMPLE", "secret", token or None), "kms", region).add_auth(request)
+        now = calendar.timegm(time.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ"))
+        credentials = AwsCredentials("AKIDEXAMPLE", "secret", token)
+        mine = sigv4_headers("POST", url, headers, body, region, "kms", credentials, now)
+        assert mine["Authorization"] == request.headers["Authorization"], url
+        assert {k: v for k, v in mine.items() if k != "Host"} == dict(request.headers.items())
+
+
+@pytest.fixture(scope="module")
+def kms() -> Iterator[tuple[dict[str, str], str]]:
+    """A KMS endpoint over HTTP (moto's server), the environment that names it, and a key."""
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_SESSION_TOKEN": "token",
+        "AWS_ENDPOINT_URL_KMS": f"http://127.0.0.1:{port}",
+    }
+    admin = boto3.client(
+        "kms",
+        region_name="us-east-1",
+        endpoint_url=env["AWS_ENDPOINT_URL_KMS"],
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="secret",
+    )
+    key_id = admin.create_key(Description="sessionvault stdlib client")["KeyMetadata"]["Arn"]
+    try:
+        yield env, key_id
+    finally:
+        server.stop()
+
+
+def test_the_stdlib_client_keeps_the_providers_contract(kms: tuple[dict[str, str], str]) -> None:
+    env, key_id = kms
+    provider = KmsKeyProvider(key_id, client=KmsClient(_kms_code_failure, env))
+    dek, wrapped = provider.generate_data_key("user-1")
+    assert len(dek) == 32 and dek not in wrapped.blob
+    assert provider.unwrap("user-1", wrapped) == dek
+    with pytest.raises(DecryptionFailed):  # bound to its user, as with boto3
+        provider.unwrap("user-2", wrapped)
+    with pytest.raises(DecryptionFailed):  # a tampered blob
+        tampered = wrapped.blob[:-1] + bytes([wrapped.blob[-1] ^ 1])
+        provider.unwrap("user-1", WrappedKey(tampered, wrapped.key_id))
+    rewrapped = provider.wrap("user-1", dek)
+    assert rewrapped.blob != wrapped.blob and provider.unwrap("user-1", rewrapped) == dek
+
+
+def test_kms_out_of_reach_is_unavailable_not_an_integrity_failure(kms: tuple[dict[str, str], str]) -> None:
+    env, key_id = kms
+    nowhere = {**env, "AWS_ENDPOINT_URL_KMS": f"http://127.0.0.1:{free_port()}"}
+    provider = KmsKeyProvider(key_id, client=KmsClient(_kms_code_failure, nowhere))
+    with pytest.raises(ProviderUnavailable):
+        provider.unwrap("user-1", WrappedKey(b"x" * 64, key_id))
+    no_credentials = {k: v for k, v in env.items() if not k.startswith("AWS_ACCESS")}
+    with pytest.raises(ProviderUnavailable):
+        KmsKeyProvider(key_id, client=KmsClient(_kms_code_failure, no_credentials)).generate_data_key("u")
+
+
+PROBE = """
+import json, sys
+from sessionvault.core.keys import KmsKeyProvider
+provider = KmsKeyProvider(sys.argv[1])
+dek, wrapped = provider.generate_data_key("user-1")
+assert provider.unwrap("user-1", wrapped) == dek
+print(json.dumps(sorted(m for m in ("boto3", "botocore", "s3transfer") if m in sys.modules)))
+"""
+
+
+def test_a_process_that_unwraps_keys_never_imports_boto3(kms: tuple[dict[str, str], str]) -> None:
+    env, key_id = kms
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    argv = [sys.executable, "-c", PROBE, key_id]
+    out = subprocess.run(argv, env={**clean, **env}, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.splitlines()[-1]) == []
