@@ -17,17 +17,18 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sessionvault.errors import ConfigError
 from sessionvault.local import config
 from sessionvault.local.hook.capture import switch
 from sessionvault.local.hook.capture.clients import READERS
 from sessionvault.local.hook.repo import current_repo
-from sessionvault.local.host import target
-from sessionvault.local.remote import batch_import
 from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.names import KEY_ENV
+
+if TYPE_CHECKING:  # imported by the commands that send (http.client and the rest): not by --help
+    from sessionvault.local.remote.batch_import import ImportTotals
 
 IMPORTERS_MODULE = "sessionvault.local.data.importers"
 # An importer: what PATH holds -> save_session arguments, oldest first per session name.
@@ -124,6 +125,8 @@ def _import_client(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(json.dumps(checkpoint, indent=2, ensure_ascii=False))
         return 0
+    from sessionvault.local.host import target
+
     state = target.state_folder()
     url = args.url or target.default_url(os.environ, state)
     require_safe_url(url)
@@ -185,6 +188,7 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
     imported again matches what is stored), sent as an export: one idempotent /import per
     batch, a session's versions in the order the importer gave them."""
     from sessionvault.core.redact import scrub
+    from sessionvault.local.remote import batch_import
     from sessionvault.service.portability import FORMAT
 
     if args.path is None:
@@ -206,6 +210,7 @@ def _import_with(name: str, importer: Importer, args: argparse.Namespace) -> int
 
 def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
     from sessionvault.cli.connection import api_for
+    from sessionvault.local.remote import batch_import
     from sessionvault.service.portability import FORMAT
 
     api = api_for(args.url, args.key)
@@ -240,7 +245,7 @@ class Progress:
     def __init__(self, where: str, *, on: bool) -> None:
         self.where, self.on, self.drawn = where, on, False
 
-    def show(self, done: batch_import.ImportTotals, line: int) -> None:
+    def show(self, done: ImportTotals, line: int) -> None:
         if not self.on:
             return
         sent = f"{done.sessions} session(s), {done.versions_added} version(s) added so far"

@@ -84,6 +84,9 @@ def version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # answered before any command's parser is built
+        print(f"sessionvault {version()}")
+        return 0
     if argv[:1] == ["hook"]:  # the fast path: no parser of the heavy commands is even built
         from sessionvault.cli import hook
 
