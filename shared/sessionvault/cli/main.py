@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # answered before any command's parser is built
         print(f"sessionvault {version()}")
-        return 0
+        raise SystemExit(0)  # as argparse's --version does
     if argv[:1] == ["hook"]:  # the fast path: no parser of the heavy commands is even built
         from sessionvault.cli import hook
 
