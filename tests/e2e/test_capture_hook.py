@@ -116,7 +116,8 @@ def test_a_stop_hook_saves_the_checkpoint_and_the_next_client_sees_it(
     other = clone_of(tmp_path / "elsewhere", "https://github.com/acme/widget")
     env = {names.KEY_ENV: user.key, names.HOME_ENV: str(tmp_path / "gemini-state")}
     shown = context.session_context(server.url, cwd=other, env=env, client="gemini", timeout=5)
-    assert "automatic checkpoint for `github.com/acme/widget` (from `claude-code`, just now" in shown
+    assert "last checkpoint for `github.com/acme/widget` (just now" in shown  # the checkout's repo
+    assert "automatic checkpoint by claude-code" in shown  # who saved it: inside the notes
     assert MARKER in shown and "sv-boom" not in shown.split("```")[0]  # saved text only in the notes
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 AUTO_PREFIX = "auto/"
 AUTO_KEEP = 3  # newest checkpoints kept per repo and client
+AUTO_MAX_TOTAL = 30  # checkpoints kept per user across repos and clients: a cap of their own
 AUTO_HISTORY = 3  # previous versions kept per checkpoint (deliberate sessions: settings.history_keep)
 AUTO_MAX_AGE_DAYS = 30
 

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from pgvector import Vector
 
 from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.save_policy import UNLIMITED as UNLIMITED
+from sessionvault.db.save_policy import Checkpoint as Checkpoint
+from sessionvault.db.save_policy import Offer as Offer
+from sessionvault.db.save_policy import Policy as Policy
+from sessionvault.db.save_policy import Quota as Quota
 from sessionvault.db.sessions import Row, tenant_row
 
 
@@ -39,39 +44,6 @@ class Sealed:
         return len(self.nonce) + len(self.ciphertext)
 
 
-@dataclass(frozen=True)
-class Offer:
-    """A saved version offered as a handoff: to any client (to_client '') or one named client,
-    open for `ttl_days`."""
-
-    from_client: str
-    to_client: str
-    ttl_days: int
-    # In a workspace (migration 0013): who offered it, and the one member it is for (None: any).
-    from_user: str | None = None
-    to_user: str | None = None
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """An automatic checkpoint's save: keep the newest `keep` of names starting `prefix` in
-    the same repo, and none of the user's older than `max_age_days`."""
-
-    prefix: str
-    keep: int
-    max_age_days: int
-
-
-@dataclass(frozen=True)
-class Quota:
-    sessions: int
-    bytes: int
-
-
-# A user's usage row appears on their first save (counted from what they stored before, for
-# users older than migration 0003); from then on saves and deletes keep it up to date. Only
-# in the user's own tenant: under a riding admission that did not admit (no tenant), it does
-# nothing rather than fail RLS, so the transaction commits and the admission's answer stands.
 ENSURE_USAGE = """
 INSERT INTO user_usage (user_id, sessions, bytes)
 SELECT %(user_id)s,
@@ -154,6 +126,10 @@ doomed AS (
     SELECT id FROM sessions
     WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
       AND updated_at < clock_timestamp() - %(max_age_days)s * interval '1 day'
+    UNION
+    (SELECT id FROM sessions
+     WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
+     ORDER BY updated_at DESC, id DESC OFFSET %(max_total)s)
 ),
 gone AS (
     DELETE FROM sessions WHERE id IN (SELECT id FROM doomed) AND EXISTS (SELECT 1 FROM saved)
@@ -204,21 +180,6 @@ FROM saved
 """
 )
 _USAGE = "SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %s"
-UNLIMITED = Quota(sessions=2**31 - 1, bytes=2**62)
-
-
-@dataclass(frozen=True)
-class Policy:
-    """How a save treats what is there: history depth, quota, the data key it sealed with
-    (`dek_fp`), an offer to make, a checkpoint's pruning, and the content digest that lets a
-    save of unchanged content add no version (`digest`, without an offer)."""
-
-    keep_previous: int
-    quota: Quota = UNLIMITED
-    dek_fp: bytes = b""
-    offer: Offer | None = None
-    digest: bytes | None = None
-    checkpoint: Checkpoint | None = None
 
 
 def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy) -> Row | None:
@@ -269,7 +230,11 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
             }
             conn.execute(_OFFER, {**params, **offered})
         if checkpoint is not None:
-            siblings = {"keep": checkpoint.keep, "max_age_days": checkpoint.max_age_days}
+            siblings = {
+                "keep": checkpoint.keep,
+                "max_age_days": checkpoint.max_age_days,
+                "max_total": checkpoint.max_total,
+            }
             conn.execute(
                 _PRUNE_CHECKPOINTS, {**params, **siblings, "prefix": _like_prefix(checkpoint.prefix)}
             )

@@ -109,7 +109,8 @@ class Api:
         return None
 
     def _import(self, who: Principal, body: bytes, query: dict[str, str]) -> dict[str, Any]:
-        lines = (_json_line(n, line) for n, line in enumerate(body.splitlines(), start=1) if line.strip())
+        lines = [_json_line(n, line) for n, line in enumerate(body.splitlines(), start=1) if line.strip()]
+        portability.check_request(lines)
         done = portability.import_lines(self.vault, who, lines, dry_run=query.get("dry_run") in ("1", "true"))
         return done.as_dict()
 

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sessionvault.core.records import SaveArgs, parse
+from sessionvault.core.records import SAVE_CONTROLS, SaveArgs, parse
+from sessionvault.db import rate_counters
 from sessionvault.db import sessions as store
 from sessionvault.errors import ValidationFailed
 from sessionvault.service import handoff
@@ -35,7 +36,7 @@ from sessionvault.service.vault import Vault
 
 FORMAT = "sessionvault-export/1"
 # The fields of a stored record that a save takes back (saved_at is the server's own stamp).
-SAVED_FIELDS = tuple(f for f in SaveArgs.model_fields if f not in ("handoff", "to_client"))
+SAVED_FIELDS = tuple(f for f in SaveArgs.model_fields if f not in SAVE_CONTROLS)
 PAGE = 100
 
 
@@ -109,8 +110,41 @@ class Imported:
 def import_lines(
     vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], *, dry_run: bool = False
 ) -> Imported:
-    """Bring sessions in from export lines (the header first); see the module docstring."""
+    """Bring sessions in from export lines (the header first); see the module docstring. Each
+    version added is charged as one tool call in the caller's rate windows (the admission
+    counted one): an import is as much work as that many saves."""
     done = Imported()
+    try:
+        return _import_all(vault, who, lines, done, dry_run)
+    finally:
+        if not dry_run:
+            rate_counters.charge(vault.db, who.user_id, done.versions_added - 1)
+
+
+# What one import request may hold: `sessionvault import` sends batches well below both.
+MAX_REQUEST_LINES = 500  # session lines
+MAX_REQUEST_VERSIONS = 500
+
+
+def check_request(lines: list[Any]) -> None:
+    """Refuse, before any work, a request of more lines or versions than one may hold."""
+    sessions = [
+        line["versions"]
+        for line in lines
+        if isinstance(line, dict) and isinstance(line.get("versions"), list)
+    ]
+    versions = sum(len(kept) for kept in sessions)
+    if len(lines) > MAX_REQUEST_LINES + 2 or versions > MAX_REQUEST_VERSIONS:  # + the header and end lines
+        raise ValidationFailed(
+            f"invalid arguments: an import request holds at most {MAX_REQUEST_LINES} sessions and"
+            f" {MAX_REQUEST_VERSIONS} versions (this one: {len(sessions)} sessions, {versions} versions);"
+            " send it in batches, as `sessionvault import ndjson` does"
+        )
+
+
+def _import_all(
+    vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], done: Imported, dry_run: bool
+) -> Imported:
     it = iter(lines)
     header = next(it, None)
     if not isinstance(header, dict) or header.get("format") != FORMAT:

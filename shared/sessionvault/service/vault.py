@@ -15,6 +15,7 @@ from sessionvault.core.checkpoints import (
     AUTO_HISTORY,
     AUTO_KEEP,
     AUTO_MAX_AGE_DAYS,
+    AUTO_MAX_TOTAL,
     is_automatic,
     sibling_prefix,
 )
@@ -121,7 +122,7 @@ class Vault:
         if is_automatic(name):
             keep, checkpoint = (
                 min(keep, AUTO_HISTORY),
-                saves.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS),
+                saves.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS, AUTO_MAX_TOTAL),
             )
         # Sealed before the transaction, under the version's own id: the save is one flight.
         # Its saved_at is this server's clock (the head's updated_at, the database's).

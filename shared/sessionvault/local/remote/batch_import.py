@@ -46,7 +46,7 @@ class ImportTotals:
 
 
 BATCH_BYTES = 4_000_000  # below a Lambda's 6 MB request payload
-BATCH_VERSIONS = (10, 25, 1000)  # the fewest, the first, the most versions a batch holds
+BATCH_VERSIONS = (10, 25, 500)  # the fewest, the first, the most (= the server's cap: portability)
 BATCH_TARGET_S = 8.0  # a batch's aim, well inside API Gateway's 29 s
 MAX_WAIT_S = 60  # a longer Retry-After (the day's limit) stops the import instead
 RETRIES = 5
@@ -139,7 +139,7 @@ def _incomplete(seen: int, end: object) -> str:
     return ""
 
 
-SAVE_CONTROLS = ("handoff", "to_client")  # steer a save; not part of a record (records.py)
+SAVE_CONTROLS = ("handoff", "to_client", "workspace", "to_person")  # steer a save; not part of a record (records.py)
 
 
 def as_export(records: Iterable[dict[str, Any]], format_name: str) -> Iterator[bytes]:
