@@ -139,7 +139,8 @@ def _incomplete(seen: int, end: object) -> str:
     return ""
 
 
-SAVE_CONTROLS = ("handoff", "to_client", "workspace", "to_person")  # steer a save; not part of a record (records.py)
+# Arguments that steer a save and are not part of a record (records.py SAVE_CONTROLS).
+SAVE_CONTROLS = ("handoff", "to_client", "workspace", "to_person")
 
 
 def as_export(records: Iterable[dict[str, Any]], format_name: str) -> Iterator[bytes]:
