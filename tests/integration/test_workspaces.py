@@ -13,7 +13,7 @@ import pytest
 from sessionvault.core import records
 from sessionvault.db import workspaces
 from sessionvault.errors import DecryptionFailed, WorkspaceDenied
-from sessionvault.service import accounts, purge
+from sessionvault.service import accounts, portability, purge
 from sessionvault.service.vault import Vault
 
 from ..conftest import User, admin_db, make_user
@@ -210,3 +210,18 @@ def test_the_last_owner_cannot_leave_or_be_demoted(team):
 def bob_name(user: User) -> str:
     with admin_db().identity() as conn:
         return str(conn.execute("SELECT name FROM users WHERE id = %s", (user.id,)).fetchone()["name"])
+
+
+def test_a_workspace_exports_and_imports_as_a_space_of_its_own(runtime, team):
+    vault, alice, bob, carol, ws = team
+    save(vault, alice, name="one", workspace=ws, summary="first")
+    save(vault, bob, name="two", workspace=ws, summary="second")
+    lines = list(portability.export_lines(vault, bob.principal, ws))
+    assert [line.get("name") for line in lines[1:-1]] == ["two", "one"] and lines[-1]["sessions"] == 2
+    other = new_workspace(runtime, alice)
+    done = portability.import_lines(vault, alice.principal, lines, workspace=other)
+    assert (done.versions_added, done.problems) == (2, [])
+    assert load(vault, alice, name="one", workspace=other)["summary"] == "first"
+    assert load(vault, alice, name="one")["found"] is False  # not into the personal space
+    with pytest.raises(WorkspaceDenied):
+        list(portability.export_lines(vault, carol.principal, ws))

@@ -93,7 +93,7 @@ class Api:
         query = _query(scope)
         try:
             if route.path == "/export":
-                await self._export(who, send)
+                await self._export(who, send, query)
                 return None
             if route.path == "/import":
                 body = await read_body(receive, MAX_IMPORT_BYTES)
@@ -111,10 +111,13 @@ class Api:
     def _import(self, who: Principal, body: bytes, query: dict[str, str]) -> dict[str, Any]:
         lines = [_json_line(n, line) for n, line in enumerate(body.splitlines(), start=1) if line.strip()]
         portability.check_request(lines)
-        done = portability.import_lines(self.vault, who, lines, dry_run=query.get("dry_run") in ("1", "true"))
+        dry_run = query.get("dry_run") in ("1", "true")
+        done = portability.import_lines(
+            self.vault, who, lines, dry_run=dry_run, workspace=query.get("workspace", "")
+        )
         return done.as_dict()
 
-    async def _export(self, who: Principal, send: Send) -> None:
+    async def _export(self, who: Principal, send: Send, query: dict[str, str]) -> None:
         """NDJSON, streamed one session at a time (a Lambda buffers it whole: fine below its
         6 MB response cap; past that, export from the laptop side against the database)."""
         headers = [
@@ -123,7 +126,7 @@ class Api:
             (b"content-disposition", b'attachment; filename="sessionvault-export.ndjson"'),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        async for line in _lines(portability.export_lines(self.vault, who)):
+        async for line in _lines(portability.export_lines(self.vault, who, query.get("workspace", ""))):
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

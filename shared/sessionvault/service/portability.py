@@ -32,6 +32,7 @@ from sessionvault.errors import ValidationFailed
 from sessionvault.service import handoff
 from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record
+from sessionvault.service.spaces import Space
 from sessionvault.service.vault import Vault
 
 FORMAT = "sessionvault-export/1"
@@ -40,16 +41,22 @@ SAVED_FIELDS = tuple(f for f in SaveArgs.model_fields if f not in SAVE_CONTROLS)
 PAGE = 100
 
 
-def export_lines(vault: Vault, who: Principal) -> Iterator[dict[str, Any]]:
-    """The header, then every session of the caller with every kept version, newest session
-    first (decrypted one session at a time: memory is one session's, not the account's)."""
+def export_lines(vault: Vault, who: Principal, workspace: str = "") -> Iterator[dict[str, Any]]:
+    """The header, then every session of the caller's space (personal, or `workspace`) with
+    every kept version, newest session first (decrypted one session at a time: memory is one
+    session's, not the account's). Each read enters the workspace on its own, so a member
+    removed while the export streams gets nothing more from the next read on."""
     yield {"format": FORMAT}
-    dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
+    space = vault.spaces.of(who, workspace)
+    dek = vault.keys.unwrap(space.id, space.wrapped)
     cursor, count = None, 0
     while True:
-        rows = store.page(vault.db, who.user_id, "", PAGE + 1, cursor)
+        with vault.spaces.entered(who, space, "read", "export"):
+            rows = store.page(vault.db, space.id, "", PAGE + 1, cursor)
         for row in rows[:PAGE]:
-            yield _session(vault, who.user_id, dek, row["name"])
+            with vault.spaces.entered(who, space, "read", "export"):
+                line = _session(vault, space.id, dek, row["name"])
+            yield line
             count += 1
         if len(rows) <= PAGE:
             yield {"end": True, "sessions": count}
@@ -108,14 +115,19 @@ class Imported:
 
 
 def import_lines(
-    vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], *, dry_run: bool = False
+    vault: Vault,
+    who: Principal,
+    lines: Iterable[dict[str, Any]],
+    *,
+    dry_run: bool = False,
+    workspace: str = "",
 ) -> Imported:
     """Bring sessions in from export lines (the header first); see the module docstring. Each
     version added is charged as one tool call in the caller's rate windows (the admission
     counted one): an import is as much work as that many saves."""
     done = Imported()
     try:
-        return _import_all(vault, who, lines, done, dry_run)
+        return _import_all(vault, who, lines, done, dry_run, vault.spaces.of(who, workspace))
     finally:
         if not dry_run:
             rate_counters.charge(vault.db, who.user_id, done.versions_added - 1)
@@ -143,25 +155,25 @@ def check_request(lines: list[Any]) -> None:
 
 
 def _import_all(
-    vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], done: Imported, dry_run: bool
+    vault: Vault, who: Principal, lines: Iterable[dict[str, Any]], done: Imported, dry_run: bool, space: Space
 ) -> Imported:
     it = iter(lines)
     header = next(it, None)
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValidationFailed(f'not a SessionVault export: the first line must be {{"format": "{FORMAT}"}}')
-    dek = vault.keys.unwrap(who.user_id, who.wrapped_dek)
+    dek = vault.keys.unwrap(space.id, space.wrapped)
     for number, line in enumerate(it, start=2):
         if isinstance(line, dict) and line.get("end") is True:
             continue  # an export's last line; a batch of one may carry it or not
         try:
-            _import_session(vault, who, dek, line, done, dry_run)
+            _import_session(vault, who, space, dek, line, done, dry_run)
         except ValidationFailed as exc:
             done.problems.append(f"line {number}: {exc}")
     return done
 
 
 def _import_session(
-    vault: Vault, who: Principal, dek: bytes, line: Any, done: Imported, dry_run: bool
+    vault: Vault, who: Principal, space: Space, dek: bytes, line: Any, done: Imported, dry_run: bool
 ) -> None:
     if (
         not isinstance(line, dict)
@@ -169,16 +181,16 @@ def _import_session(
         or not isinstance(line.get("versions"), list)
     ):
         raise ValidationFailed("a session line needs a name and a list of versions")
-    present = {
-        _content(open_record(dek, who.user_id, row))
-        for row in store.every_version(vault.db, who.user_id, line["name"])
-    }
+    with vault.spaces.entered(who, space, "write", "import"):
+        kept = store.every_version(vault.db, space.id, line["name"])
+    present = {_content(open_record(dek, space.id, row)) for row in kept}
     done.sessions += 1
     for version in line["versions"]:
         record = version.get("record") if isinstance(version, dict) else None
         if not isinstance(record, dict):
             raise ValidationFailed("a version needs a record")
-        args = parse(SaveArgs, {**{k: record[k] for k in SAVED_FIELDS if k in record}, "name": line["name"]})
+        fields = {k: record[k] for k in SAVED_FIELDS if k in record}
+        args = parse(SaveArgs, {**fields, "name": line["name"], "workspace": space.name})
         key = _content(_as_stored(vault, args))
         if key in present:
             done.versions_present += 1
