@@ -52,7 +52,8 @@ def api(
 
 
 def save(url: str, key: str, **args: Any) -> dict[str, Any]:
-    out = tool_result(url, key, "save_session", **args)
+    tool = "checkpoint_session" if str(args.get("name", "")).startswith("auto/") else "save_session"
+    out = tool_result(url, key, tool, **args)
     assert not out["isError"], out
     return out["structuredContent"]
 

@@ -156,7 +156,9 @@ async def save_all(url: str, key: str) -> list[dict[str, Any]]:
     """Save each payload's session, then load each back: the structured results, in order."""
     async with mcp_client(url, key) as client:
         for i, payload in enumerate(CORPUS):
-            result = await client.call_tool("save_session", session_of(i, payload))
+            args = session_of(i, payload)
+            tool = "checkpoint_session" if args["name"].startswith("auto/") else "save_session"
+            result = await client.call_tool(tool, args)
             assert not result.is_error, result.content
         loaded = []
         for i in range(len(CORPUS)):

@@ -4,6 +4,7 @@ version, and checkpoints never crowd out what people saved on purpose."""
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from sessionvault.core import records
 from sessionvault.core.checkpoints import AUTO_HISTORY, AUTO_KEEP, AUTO_MAX_AGE_DAYS
@@ -15,7 +16,8 @@ REPO = "github.com/acme/widget"
 
 
 def save(vault: Vault, who, **fields):
-    return vault.save(who, records.parse(records.SaveArgs, {"summary": "s", "repo": REPO, **fields}))
+    args = records.parse(records.SaveArgs, {"summary": "s", "repo": REPO, **fields})
+    return vault.save(who, args, checkpoint=args.name.startswith("auto/"))  # the hooks' path
 
 
 def names(vault: Vault, who) -> list[str]:
@@ -93,3 +95,22 @@ def test_a_checkpoint_save_also_drops_the_users_checkpoints_older_than_a_month(p
     save(runtime.vault, user.principal, name="auto/codex/fresh")
     listed = runtime.vault.list(user.principal, records.parse(records.ListArgs, {"limit": 100}))
     assert {e["name"] for e in listed["sessions"]} == {"auto/codex/fresh", "deliberate-and-old"}
+
+
+def test_only_the_checkpoint_path_saves_automatic_sessions(runtime, user):
+    """Issue 27 item 2: "automatic" is a fact of how a session was saved (the hooks' unlisted
+    checkpoint_session), never a name a caller chose: save_session refuses auto/ names, and the
+    checkpoint path takes nothing else."""
+    from sessionvault.errors import ValidationFailed
+    from sessionvault.server.mcp import tools
+
+    auto = records.parse(records.SaveArgs, {"name": "auto/claude-code/x", "summary": "s"})
+    with pytest.raises(ValidationFailed, match="kept for automatic checkpoints"):
+        runtime.vault.save(user.principal, auto)
+    plain = records.parse(records.SaveArgs, {"name": "plan", "summary": "s"})
+    with pytest.raises(ValidationFailed, match="starts with auto/"):
+        runtime.vault.save(user.principal, plain, checkpoint=True)
+    assert runtime.vault.save(user.principal, auto, checkpoint=True)["automatic"] is True
+    listed = {tool.name for tool in tools.definitions()}
+    assert "checkpoint_session" not in listed and "save_session" in listed
+    assert tools.scope_of("checkpoint_session") == "write"

@@ -53,7 +53,7 @@ def test_checkpoints_have_a_per_user_cap_of_their_own(runtime):
     who = make_user(runtime)
     for i in range(AUTO_MAX_TOTAL + 5):  # one repo and client each: the per-repo cap never bites
         args = {"name": f"auto/c{i}/s", "summary": "checkpoint", "repo": f"github.com/o/r{i}"}
-        runtime.vault.save(who.principal, records.parse(records.SaveArgs, args))
+        runtime.vault.save(who.principal, records.parse(records.SaveArgs, args), checkpoint=True)
     listed = runtime.vault.list(who.principal, records.parse(records.ListArgs, {"limit": 100}))
     names = [s["name"] for s in listed["sessions"]]
     assert len(names) == AUTO_MAX_TOTAL

@@ -91,7 +91,7 @@ def test_the_latest_is_the_newest_save_unless_an_open_offer_to_this_client_exist
             fields = {"name": a, "repo": NAMES[a], "summary": f"save {n}", "client": "claude-code"}
             if b is not None:
                 fields.update(handoff=True, to_client=b)
-            vault.save(who, records.parse(records.SaveArgs, fields))
+            vault.save(who, records.parse(records.SaveArgs, fields), checkpoint=is_automatic(a))
             model.save(a, b)
         elif op == "claim":
             got = _load(vault, who, repo=b, accept=True, client=a)

@@ -212,7 +212,9 @@ def test_the_http_api_answers_through_mangum_with_gateway_events(functions):
     key = new_key(admin)
     saved = invoke(
         mcp,
-        rpc("tools/call", {"name": "save_session", "arguments": {"name": "auto/x/1", "summary": "api"}}),
+        rpc(
+            "tools/call", {"name": "checkpoint_session", "arguments": {"name": "auto/x/1", "summary": "api"}}
+        ),
         key=key,
     )
     assert saved["statusCode"] == 200

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sessionvault.core.checkpoints import is_automatic
 from sessionvault.core.records import SAVE_CONTROLS, SaveArgs, parse
 from sessionvault.db import rate_counters
 from sessionvault.db import sessions as store
@@ -196,7 +197,7 @@ def _import_session(
             done.versions_present += 1
             continue
         if not dry_run:
-            vault.save(who, args)
+            vault.save(who, args, checkpoint=is_automatic(args.name))  # an export's checkpoints stay so
         present.add(key)
         done.versions_added += 1
 

@@ -92,8 +92,18 @@ class Vault:
     def _dek(self, space: Space) -> bytes:
         return self.keys.unwrap(space.id, space.wrapped)
 
-    def save(self, who: Principal, args: SaveArgs) -> dict[str, Any]:
+    def save(self, who: Principal, args: SaveArgs, *, checkpoint: bool = False) -> dict[str, Any]:
+        """Save a version. `checkpoint`: the capture hooks' path (checkpoint_session), the only
+        one that may use the auto/ names: a session is automatic because of how it was saved."""
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
+
+        if is_automatic(args.name) != checkpoint:
+            raise ValidationFailed(
+                "invalid arguments: name: a checkpoint's name starts with auto/"
+                if checkpoint
+                else "invalid arguments: name: names starting with auto/ are kept for automatic"
+                " checkpoints, which only the capture hooks save"
+            )
 
         record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
         # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
@@ -118,9 +128,9 @@ class Vault:
         offer = None
         if args.handoff or args.to_client or args.to_person:
             offer = self._offer(who, space, record["client"], args)
-        keep, checkpoint = self.history_keep, None
-        if is_automatic(name):
-            keep, checkpoint = (
+        keep, pruning = self.history_keep, None
+        if checkpoint:
+            keep, pruning = (
                 min(keep, AUTO_HISTORY),
                 saves.Checkpoint(sibling_prefix(name), AUTO_KEEP, AUTO_MAX_AGE_DAYS, AUTO_MAX_TOTAL),
             )
@@ -128,7 +138,7 @@ class Vault:
         # Its saved_at is this server's clock (the head's updated_at, the database's).
         record["saved_at"] = store.iso(datetime.now(UTC))
         version = sealing.seal(dek, space.id, record, head)
-        policy = saves.Policy(keep, self.quota, fp, offer, digest, checkpoint)
+        policy = saves.Policy(keep, self.quota, fp, offer, digest, pruning)
         with self.spaces.entered(who, space, "write", "save_session"):
             row = saves.save(self.db, space.id, head, version, policy)
             if row is None:
@@ -144,7 +154,7 @@ class Vault:
         }
         if row.get("unchanged"):
             out["unchanged"] = True  # the head already held this content: no version added
-        if checkpoint is not None:
+        if checkpoint:
             out["automatic"] = True
         if offer is not None:
             out["handoff"] = {

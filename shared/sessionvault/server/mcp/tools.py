@@ -50,6 +50,7 @@ class ToolSpec:
     scope: str  # what the API key must allow: read, write or delete
     annotations: types.ToolAnnotations
     quotes_notes: bool = False  # the result carries saved text: framed as data for the model
+    listed: bool = True  # shown in tools/list; False: called by our own code only (the hooks)
 
     def definition(self) -> types.Tool:
         return types.Tool(
@@ -73,6 +74,17 @@ TOOLS = [
         Vault.save,
         "write",
         types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+    ),
+    ToolSpec(
+        "checkpoint_session",
+        "Save an automatic checkpoint (auto/... names): the capture hooks' own call, built from a"
+        " client's transcript without a model. Not listed: a session is automatic because this path"
+        " saved it, never because of a name a caller chose (save_session refuses auto/ names).",
+        records.SaveArgs,
+        lambda vault, who, args: vault.save(who, args, checkpoint=True),
+        "write",
+        types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
+        listed=False,
     ),
     ToolSpec(
         "load_session",
@@ -121,6 +133,7 @@ TOOLS = [
     ),
 ]
 _BY_NAME = {spec.name: spec for spec in TOOLS}
+LISTED = [spec for spec in TOOLS if spec.listed]
 TOOL_NAMES = frozenset(_BY_NAME)
 
 
@@ -181,7 +194,7 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
 def definitions() -> tuple[types.Tool, ...]:
     """Built once per process: the SDK asks for them on every tools/list (and, on the
     2026-07-28 protocol, to check each tools/call's parameters)."""
-    return tuple(spec.definition() for spec in TOOLS)
+    return tuple(spec.definition() for spec in LISTED)
 
 
 # The MCP App (`server/mcp/app_view.py`): these tools' definitions and results link the handoff
@@ -207,13 +220,13 @@ def app_definitions() -> tuple[types.Tool, ...]:
 
 
 def build_server(vault: Vault) -> Server:
-    schemas = {tool.name: tool.input_schema for tool in definitions()}
+    schemas = {spec.name: spec.definition().input_schema for spec in TOOLS}  # listed or not
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         allowed = current_call.get().principal.scopes  # only the tools this key may call
         tools = app_definitions() if apps_declared(ctx) else definitions()
         return types.ListToolsResult(
-            tools=[t for t, s in zip(tools, TOOLS, strict=True) if s.scope in allowed]
+            tools=[t for t, s in zip(tools, LISTED, strict=True) if s.scope in allowed]
         )
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:

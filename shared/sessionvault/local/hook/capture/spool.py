@@ -104,7 +104,7 @@ def _send(url: str, key: str, args: dict[str, Any], timeout: float) -> str:
     """SENT; REFUSED when the server will never take it (the tool said no: a validation error);
     UNREACHABLE for anything that may pass later (no server, a refused key, a rate limit, a
     quota, a 5xx): then it stays spooled, and so does everything after it."""
-    body = rpc.rpc_body("tools/call", {"name": "save_session", "arguments": args})
+    body = rpc.rpc_body("tools/call", {"name": "checkpoint_session", "arguments": args})
     try:
         reply = rpc.request("POST", url, body=body, headers=rpc.mcp_headers(key), timeout=timeout)
     except Exception:
