@@ -4,7 +4,7 @@ its provider's API, its own end-of-work hooks save the checkpoint from its own t
 different real client, started in a clone whose remote is spelled the https way, gets it into
 its first model request through its session-start hook. No model calls a SessionVault tool.
 
-Pairs here: Gemini CLI -> GitHub Copilot CLI, Copilot CLI -> Factory Droid, Droid -> Claude Code.
+Pairs here: Gemini CLI -> GitHub Copilot CLI -> Factory Droid -> Cline CLI -> Claude Code.
 Together with the first file's pairs every capture client is a source and a target at least once
 (docs/clients.md has the matrix)."""
 
@@ -19,10 +19,11 @@ from sessionvault.core import records
 
 from ..conftest import make_user
 from ..support.model_recorder import ModelRecorder
-from ..support.scripted_chat import ScriptedChat, copilot_script, droid_script
+from ..support.scripted_chat import ScriptedChat, cline_script, copilot_script, droid_script
 from ..support.scripted_gemini import ScriptedGemini, checkpoint_script
 from .conftest import Env, ToolCalls
 from .test_claude_code import approve_project_servers, claude
+from .test_cline_cli import run_cline
 from .test_copilot_cli import FLAGS, copilot
 from .test_copilot_cli import model_env as copilot_model
 from .test_droid import EXEC, droid, use_model
@@ -107,6 +108,20 @@ def run_droid(env: Env, url: str, key: str, marker: str) -> str:
     return out
 
 
+def run_cline_cli(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect cline-cli --hooks` (TaskComplete saves the checkpoint), then a one-shot `cline`
+    run against the scripted model: a file and a failing command (no task list: see
+    cline_script)."""
+    env.connect("cline-cli", url, key, "--hooks")
+    (env.project / "notes").mkdir()
+    with ScriptedChat(cline_script(marker, env.project)) as model:
+        done = run_cline(env, key, model, PROMPT)
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
 # --- the targets ---------------------------------------------------------------------------------
 
 
@@ -130,6 +145,13 @@ def droid_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
     with ModelRecorder() as model:
         use_model(env, model)
         env.run([droid(env), *EXEC, "hi"], key)
+        handed_over(model, source, marker)
+
+
+def cline_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("cline-cli", url, key, "--hooks")
+    with ModelRecorder() as model:
+        run_cline(env, key, model, "Say hello.")
         handed_over(model, source, marker)
 
 
@@ -165,7 +187,7 @@ def test_gemini_cli_hands_over_to_copilot_cli_with_no_tool_call(
     user, marker = handoff(runtime, client_env, tool_calls)
     out = run_gemini(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "gemini", marker, CHECK_STEP, out)
-    assert tool_calls.calls("save_session", user.id), out
+    assert tool_calls.calls("checkpoint_session", user.id), out
     copilot_sees(other_clone(client_env, tmp_path, "copilot"), server.url, user.key, marker, "gemini")
 
 
@@ -175,15 +197,25 @@ def test_copilot_cli_hands_over_to_droid_with_no_tool_call(
     user, marker = handoff(runtime, client_env, tool_calls)
     out = run_copilot(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "copilot-cli", marker, CHECK_STEP, out)
-    assert tool_calls.calls("save_session", user.id), out
+    assert tool_calls.calls("checkpoint_session", user.id), out
     droid_sees(other_clone(client_env, tmp_path, "droid"), server.url, user.key, marker, "copilot-cli")
 
 
-def test_droid_hands_over_to_claude_code_with_no_tool_call(
+def test_droid_hands_over_to_cline_with_no_tool_call(
     server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
 ) -> None:
     user, marker = handoff(runtime, client_env, tool_calls)
     out = run_droid(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "droid", marker, None, out)
-    assert tool_calls.calls("save_session", user.id), out
-    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "droid")
+    assert tool_calls.calls("checkpoint_session", user.id), out
+    cline_sees(other_clone(client_env, tmp_path, "cline"), server.url, user.key, marker, "droid")
+
+
+def test_cline_hands_over_to_claude_code_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    user, marker = handoff(runtime, client_env, tool_calls)
+    out = run_cline_cli(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "cline-cli", marker, None, out)
+    assert tool_calls.calls("checkpoint_session", user.id), out
+    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "cline-cli")

@@ -294,8 +294,8 @@ def test_claude_code_hands_over_to_gemini_cli_with_no_tool_call(
     marker = f"zero-call-marker-{os.urandom(6).hex()}"
     out = run_claude_code(client_env, user.key, marker)
     the_checkpoint(runtime, user, "claude-code", marker, TASK, out)
-    # Every save came from a hook: the model's requests never held a SessionVault tool call.
-    assert tool_calls.calls("save_session", user.id), out
+    # Every save came from a hook (checkpoint_session, a tool no model is offered).
+    assert tool_calls.calls("checkpoint_session", user.id), out
 
     gemini_sees(other_clone(client_env, tmp_path, "gemini"), server.url, user.key, marker, "claude-code")
 
@@ -308,7 +308,7 @@ def test_codex_hands_over_to_claude_code_with_no_tool_call(
     marker = f"zero-call-marker-{os.urandom(6).hex()}"
     out = run_codex(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "codex", marker, CHECK_STEP, out)
-    assert tool_calls.calls("save_session", user.id), out
+    assert tool_calls.calls("checkpoint_session", user.id), out
 
     claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "codex")
 
@@ -321,7 +321,7 @@ def test_qwen_code_hands_over_to_codex_with_no_tool_call(
     marker = f"zero-call-marker-{os.urandom(6).hex()}"
     out = run_qwen(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "qwen", marker, CHECK_STEP, out)
-    assert tool_calls.calls("save_session", user.id), out
+    assert tool_calls.calls("checkpoint_session", user.id), out
 
     codex_sees(other_clone(client_env, tmp_path, "codex"), server.url, user.key, marker, "qwen")
 

@@ -106,6 +106,19 @@ def droid_script(marker: str, project: Path, compact: bool = False) -> list[Step
     ]
 
 
+def cline_script(marker: str, project: Path) -> list[Step]:
+    """The capture tests' script in Cline 3's tools: a file (`editor` creates a missing file from
+    `new_text`; an absolute path), a failing command (`run_commands`), a final text holding
+    `marker`. No task list: Cline 3's CLI has no todo tool, and its `team_task` list keeps the
+    run going ("You still have team obligations") until every task is completed."""
+    plan = str(project / PLAN_PATH)
+    return [
+        Call("editor", {"path": plan, "new_text": "# Widget plan\n\n1. Check the config.\n"}),
+        Call("run_commands", {"commands": [FAILING_COMMAND]}),
+        Say(f"Done for now; the widget config is missing. {marker}"),
+    ]
+
+
 def result_ids(body: dict[str, Any]) -> list[str]:
     """The `tool_call_id`s of the tool results in a request's messages, oldest first."""
     messages = body.get("messages") or []

@@ -267,6 +267,7 @@ OUTPUT: dict[str, Callable[[str], str]] = {
     "qwen": _session_start_json,
     "amazon-q": _plain,
     "copilot-cli": _additional_context,
+    "cline-cli": _plain,  # a rule of our Cline plugin: its text goes into the system prompt as is
 }
 
 

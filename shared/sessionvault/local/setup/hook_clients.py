@@ -128,6 +128,27 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         end_events={"Stop": None, "PreCompact": "manual|auto", "SessionEnd": None},
         end_extra={"timeout": HOOK_TIMEOUT_S},
     ),
+    "cline-cli": HookSpec(
+        title="Cline (CLI)",
+        # A plugin (~/.cline/plugins/sessionvault.js) whose rule runs the session-start hook: a
+        # TaskStart hook's output never reaches the model in the 3.x CLI. The checkpoint is one
+        # script per end-of-work event in ~/.cline/hooks (hook_files says why each).
+        path=lambda home, cwd: home / ".cline" / "plugins" / "sessionvault.js",
+        matcher=None,
+        kind="cline",
+        # TaskComplete (each turn's end), PreCompact, SessionShutdown; fixture:
+        # tests/fixtures/transcripts/cline-3.0.65.
+        end_events={"TaskComplete": None, "PreCompact": None, "SessionShutdown": None},
+    ),
+    "kilo-code": HookSpec(
+        title="Kilo Code (CLI)",
+        # No command hooks: one plugin (~/.config/kilo/plugins/sessionvault.js) adds the last
+        # session to the system prompt and saves a checkpoint on session.idle (hook_files).
+        path=lambda home, cwd: home / ".config" / "kilo" / "plugins" / "sessionvault.js",
+        matcher=None,
+        kind="kilo",
+        end_events={"session.idle": None},
+    ),
     "amazon-q": HookSpec(
         title="Amazon Q Developer CLI",
         # A global agent named q_cli_default replaces the built-in default agent that `q chat`

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local.setup import command, files
+from sessionvault.local.setup import command, files, hook_files
 from sessionvault.local.setup.files import ApplyResult
 from sessionvault.local.setup.hook_clients import HOOK_CLIENTS as HOOK_CLIENTS
 from sessionvault.local.setup.hook_clients import HookSpec as HookSpec
@@ -43,6 +43,11 @@ def _hook_spec(client: str) -> HookSpec:
         raise ConfigFileError(
             f"{client!r} has no session-start hook; hooks exist for {', '.join(HOOK_CLIENTS)}"
         ) from None
+
+
+def _args(event: str, client: str, url: str | None) -> list[str]:
+    args = ["hook", event, "--client", client]
+    return [*args, "--url", url] if url and url != DEFAULT_URL else args
 
 
 def hook_command(client: str, url: str | None = None) -> str:
@@ -76,6 +81,9 @@ def installed_commands(client: str, *, home: Path, cwd: Path) -> list[str]:
     """The command lines of our session-start hooks in the client's settings."""
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
+    if spec.kind:
+        found = hook_files.argv_in(path, "COMMAND" if spec.kind == "cline" else "START")
+        return [shlex.join(found)] if found else []
     try:
         items = _event_items(spec, files.read(path), path)
     except (OSError, ConfigFileError):
@@ -134,6 +142,8 @@ def install_hooks(
     """
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
+    if spec.kind:
+        return _install_file(spec, client, path, url)
     ours = spec.item(hook_command(client, url))
     if spec.seed and not path.resolve().exists():
         text = json.dumps({**spec.seed, "hooks": {spec.event: [ours]}}, indent=2) + "\n"
@@ -158,6 +168,14 @@ def install_checkpoint_hooks(
     without such events."""
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
+    if spec.kind == "kilo":
+        return [_install_file(spec, client, path, url)]  # one plugin does both
+    if spec.kind == "cline":
+        argv = [*command.sessionvault_argv(), *_args("checkpoint", client, url)]
+        return [
+            hook_files.put(hook_files.cline_hook_path(home, e), hook_files.cline_hook(e, argv), 0o755)
+            for e in spec.end_events
+        ]
     line = checkpoint_command(client, url)
     results = []
     for event in spec.end_events:
@@ -173,6 +191,13 @@ def checkpoint_events(client: str, *, home: Path, cwd: Path) -> list[str]:
     """The events whose hooks hold our checkpoint hook in the client's settings."""
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
+    if spec.kind == "kilo":
+        return list(spec.end_events) if hook_files.argv_in(path, "CHECKPOINT") else []
+    if spec.kind == "cline":
+        ours = (hook_files.command_in_script(hook_files.cline_hook_path(home, e)) for e in spec.end_events)
+        return [
+            e for e, line in zip(spec.end_events, ours, strict=True) if line and _OURS_CHECKPOINT.search(line)
+        ]
     found = []
     for event in spec.end_events:
         end = replace(spec, event=event)
@@ -183,6 +208,15 @@ def checkpoint_events(client: str, *, home: Path, cwd: Path) -> list[str]:
         if any(_is_ours(h, _OURS_CHECKPOINT) for item in items for h in end.hooks_of(item)):
             found.append(event)
     return found
+
+
+def _install_file(spec: HookSpec, client: str, path: Path, url: str | None) -> ApplyResult:
+    """A client whose hooks are a plugin file of its own (hook_files): written whole."""
+    start = [*command.sessionvault_argv(), *_args("session-start", client, url)]
+    if spec.kind == "cline":
+        return hook_files.put(path, hook_files.cline_plugin(start), 0o644)
+    checkpoint = [*command.sessionvault_argv(), *_args("checkpoint", client, url)]
+    return hook_files.put(path, hook_files.kilo_plugin(start, checkpoint), 0o644)
 
 
 def hook_installed(client: str, *, home: Path, cwd: Path) -> bool:

@@ -131,6 +131,14 @@ CLIENTS: dict[str, ClientSpec] = {
         # Without an explicit type Cline treats a bare `url` as the legacy SSE transport.
         fixed={"type": "streamableHttp", "disabled": False},
     ),
+    "cline-cli": ClientSpec(
+        title="Cline CLI",
+        # The `cline` command's own settings (3.x; `cline mcp add` writes this file), not the
+        # VS Code extension's: the same flat entry as the extension's.
+        path=lambda home, cwd: home / ".cline" / "data" / "settings" / "cline_mcp_settings.json",
+        container="mcpServers",
+        fixed={"type": "streamableHttp", "disabled": False},
+    ),
     "roo-code": ClientSpec(
         title="Roo Code (VS Code extension)",
         path=lambda home, cwd: (

@@ -38,6 +38,10 @@ LITERAL: dict[str, tuple[str, dict[str, Any]]] = {
         "mcpServers",
         {"type": "streamableHttp", "disabled": False, "url": URL, "headers": bearer(KEY)},
     ),
+    "cline-cli": (
+        "mcpServers",
+        {"type": "streamableHttp", "disabled": False, "url": URL, "headers": bearer(KEY)},
+    ),
     "roo-code": ("mcpServers", {"type": "streamable-http", "url": URL, "headers": bearer(KEY)}),
     "kilo-code": ("mcp", {"type": "remote", "enabled": True, "url": URL, "headers": bearer(KEY)}),
     "kiro": ("mcpServers", {"url": URL, "headers": bearer(KEY)}),
@@ -94,6 +98,7 @@ LINUX_PATHS = {
     "opencode": "~/.config/opencode/opencode.json",
     "zed": "~/.config/zed/settings.json",
     "cline": "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
+    "cline-cli": "~/.cline/data/settings/cline_mcp_settings.json",
     "roo-code": "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/settings/mcp_settings.json",
     "kilo-code": "~/.config/kilo/kilo.jsonc",
     "kiro": "~/.kiro/settings/mcp.json",

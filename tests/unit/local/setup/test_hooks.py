@@ -278,3 +278,52 @@ def test_the_copilot_cli_hook_prints_a_flat_additional_context() -> None:
     Claude Code's nested hookSpecificOutput did not reach it (a real run, tests/clients)."""
     out = json.loads(context.session_start("copilot-cli", env={}))
     assert set(out) == {"additionalContext"} and out["additionalContext"].startswith("SessionVault: ")
+
+
+def test_cline_gets_a_plugin_rule_and_one_script_per_end_of_work_event(tmp_path: Path) -> None:
+    """Cline's CLI: a plugin whose rule runs the session-start hook (its TaskStart hook's output
+    never reaches the model), and TaskComplete.sh / PreCompact.sh / SessionShutdown.sh; written
+    again only when they differ, never over a file of the same name that is not ours."""
+    plugin = tmp_path / ".cline" / "plugins" / "sessionvault.js"
+    assert hooks.install_hooks("cline-cli", home=tmp_path, cwd=tmp_path).path == plugin
+    ends = hooks.install_checkpoint_hooks("cline-cli", home=tmp_path, cwd=tmp_path)
+    scripts = [
+        tmp_path / ".cline" / "hooks" / f"{e}.sh" for e in ("TaskComplete", "PreCompact", "SessionShutdown")
+    ]
+    assert [r.path for r in ends] == scripts and all(r.changed for r in ends)
+    assert (
+        f'const COMMAND = ["{SV}", "hook", "session-start", "--client", "cline-cli"];' in plugin.read_text()
+    )
+    assert scripts[0].read_text().endswith(f"\nexec {SV} hook checkpoint --client cline-cli\n")
+    assert all(stat.S_IMODE(s.stat().st_mode) == 0o755 for s in scripts)
+    assert hooks.installed_commands("cline-cli", home=tmp_path, cwd=tmp_path) == [
+        f"{SV} hook session-start --client cline-cli"
+    ]
+    assert hooks.checkpoint_events("cline-cli", home=tmp_path, cwd=tmp_path) == [
+        "TaskComplete",
+        "PreCompact",
+        "SessionShutdown",
+    ]
+    assert not hooks.install_hooks("cline-cli", home=tmp_path, cwd=tmp_path).changed
+    assert hooks.install_hooks("cline-cli", home=tmp_path, cwd=tmp_path, url="http://h:1/mcp").changed
+    scripts[1].write_text("#!/bin/sh\necho mine\n")
+    with pytest.raises(ConfigFileError, match="not SessionVault's"):
+        hooks.install_checkpoint_hooks("cline-cli", home=tmp_path, cwd=tmp_path)
+    assert scripts[1].read_text() == "#!/bin/sh\necho mine\n"
+    assert hooks.checkpoint_events("cline-cli", home=tmp_path, cwd=tmp_path) == [
+        "TaskComplete",
+        "SessionShutdown",
+    ]
+
+
+def test_kilo_code_gets_one_plugin_for_the_start_and_the_checkpoint(tmp_path: Path) -> None:
+    plugin = tmp_path / ".config" / "kilo" / "plugins" / "sessionvault.js"
+    assert hooks.install_hooks("kilo-code", home=tmp_path, cwd=tmp_path).path == plugin
+    [end] = hooks.install_checkpoint_hooks("kilo-code", home=tmp_path, cwd=tmp_path)
+    assert end.path == plugin and not end.changed
+    text = plugin.read_text()
+    assert '"experimental.chat.system.transform"' in text and 'event?.type !== "session.idle"' in text
+    assert f'const CHECKPOINT = ["{SV}", "hook", "checkpoint", "--client", "kilo-code"];' in text
+    assert hooks.hook_installed("kilo-code", home=tmp_path, cwd=tmp_path)
+    assert hooks.checkpoint_events("kilo-code", home=tmp_path, cwd=tmp_path) == ["session.idle"]
+    assert hooks.checkpoint_events("kilo-code", home=tmp_path / "none", cwd=tmp_path) == []

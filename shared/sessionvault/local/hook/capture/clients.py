@@ -3,13 +3,14 @@ client keeps a session (`locate`) and what it says (`read`). docs/clients.md cit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from sessionvault.local.hook.capture import (
     claude_code,
+    cline,
     codex,
     codex_sessions,
     copilot_cli,
@@ -30,10 +31,14 @@ class Reader(Generic[S]):
     # (home, cwd, session id or "") -> the client's native session, for a hook without a
     # transcript_path in its input and for `sessionvault import <client>`
     locate: Callable[[Path, Path, str], S | None]
+    # A client whose hook input is not Claude Code's shape: its fields made session_id, cwd,
+    # hook_event_name, transcript_path (and last_assistant_message) first.
+    adapt: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
 
 
 READERS: dict[str, Reader[Any]] = {
     "claude-code": Reader(claude_code.read, lambda home, cwd, sid: claude_code.locate(home, cwd, sid)),
+    "cline-cli": Reader(cline.read, cline.locate, cline.adapt),
     "codex": Reader(
         codex.read,
         lambda home, cwd, sid: codex_sessions.locate(home, cwd, sid, codex_sessions.codex_home(home)),

@@ -32,7 +32,8 @@ SEND_TIMEOUT_S = 3.0  # each save_session request
 MAX_INPUT = 1_000_000  # a hook's stdin: a JSON object of a few fields
 # Events that fire on every turn: sent at most once a THROTTLE_S per client session; in between
 # the newest checkpoint waits in the spool (folded), for the next send or the session's end.
-EVERY_TURN = frozenset({"Stop", "AfterAgent"})  # Claude Code, Codex, Qwen Code; Gemini CLI
+# Claude Code, Codex, Qwen Code, Copilot CLI, Droid; Gemini CLI; Cline; Kilo Code's plugin.
+EVERY_TURN = frozenset({"Stop", "AfterAgent", "TaskComplete", "session.idle"})
 THROTTLE_S = 60.0
 
 
@@ -49,13 +50,15 @@ class Outcome:
 def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: Path) -> Outcome:
     """Capture and send, for a hook `payload` (the client's stdin JSON). May raise: `main` and
     `run_within` contain it."""
+    reader = READERS.get(client)
+    if reader is not None and reader.adapt is not None:
+        payload = reader.adapt(payload)  # a hook input of the client's own shape (Cline's)
     cfg = config.load(env, user_home=home)
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
     repo = current_repo(cwd)
     why = switch.disabled(cfg, repo)
     if why:
         return Outcome(skipped=why)
-    reader = READERS.get(client)
     if reader is None:
         return Outcome(skipped=f"no transcript reader for client {client!r}")
     path = _transcript_path(payload, reader, home, cwd)
