@@ -34,12 +34,14 @@ def listed(rt, who) -> dict[str, dict]:
 
 def as_saved_before_0012(rt, who, name: str) -> None:
     """Rewrite every version of `name` (and its head's MAC) the way a save before migration
-    0012 stored it: no seal_id, the ciphertext bound to the session id and version number."""
+    0012 stored it: no seal_id, the ciphertext bound to the session id and version number, the
+    preview in plaintext (sealed previews came with 0015)."""
     dek = rt.keys.unwrap(who.id, who.principal.wrapped_dek)
     with admin_db().tenant(who.id) as conn:
         cur = conn.execute(
-            "SELECT s.id, s.name, s.repo, s.client, s.preview, s.version AS head, v.version, v.seal_id,"
-            " v.nonce, v.ciphertext FROM sessions s JOIN session_versions v ON v.session_id = s.id"
+            "SELECT s.id, s.name, s.repo, s.client, s.preview, s.sealed_preview, s.version AS head,"
+            " v.version, v.seal_id, v.nonce, v.ciphertext"
+            " FROM sessions s JOIN session_versions v ON v.session_id = s.id"
             " WHERE s.user_id = %s AND s.name = %s",
             (who.id, name),
         )
@@ -47,7 +49,8 @@ def as_saved_before_0012(rt, who, name: str) -> None:
         record = sealing.open_record(dek, who.id, row)
         aad = crypto.session_aad(who.id, str(row["id"]), row["name"], row["version"])
         nonce, ciphertext = crypto.seal(dek, json.dumps(record).encode(), aad)
-        fields = (row["name"], row["repo"], row["client"], row["preview"])
+        preview = sealing.preview_of(dek, who.id, row) if row["version"] == row["head"] else ""
+        fields = (row["name"], row["repo"], row["client"], preview)
         with admin_db().tenant(who.id) as conn:
             conn.execute(
                 "UPDATE session_versions SET seal_id = NULL, nonce = %s, ciphertext = %s"
@@ -56,8 +59,11 @@ def as_saved_before_0012(rt, who, name: str) -> None:
             )
             if row["version"] == row["head"]:
                 mac = crypto.meta_mac(dek, who.id, str(row["id"]), row["head"], fields)
-                head = "UPDATE sessions SET seal_id = NULL, meta_mac = %s WHERE id = %s"
-                conn.execute(head, (mac, row["id"]))
+                head = (
+                    "UPDATE sessions SET seal_id = NULL, meta_mac = %s, preview = %s, sealed_preview = NULL"
+                    " WHERE id = %s"
+                )
+                conn.execute(head, (mac, preview, row["id"]))
 
 
 @pytest.fixture(scope="module")

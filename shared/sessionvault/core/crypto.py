@@ -69,3 +69,31 @@ def sealed_aad(user_id: str, seal_id: str, name: str) -> bytes:
     """v2: binds a ciphertext to its version's own random id (drawn before the insert, so a
     save is one flight), its user and its name: it opens in no other row, user or name."""
     return f"sessionvault/session/v2\x1f{user_id}\x1f{seal_id}\x1f{name}".encode()
+
+
+def preview_aad(user_id: str, seal_id: str, name: str) -> bytes:
+    """A head's sealed preview (migration 0015): bound as `sealed_aad` binds its version (user,
+    seal_id, name), under a label of its own, so a preview never opens as a record, nor a record
+    as a preview."""
+    return f"sessionvault/preview/v2\x1f{user_id}\x1f{seal_id}\x1f{name}".encode()
+
+
+def legacy_preview_aad(user_id: str, session_id: str, name: str, version: int) -> bytes:
+    """`preview_aad` for a head saved before migration 0012 (it has no seal_id), sealed later by
+    the `seal_previews` task: bound to the session id and head version, as `session_aad` binds
+    that head's record."""
+    return f"sessionvault/preview/v1\x1f{user_id}\x1f{session_id}\x1f{name}\x1f{version}".encode()
+
+
+def seal_preview(key: bytes, preview: str, associated_data: bytes) -> bytes:
+    """A short text sealed into one value, nonce || ciphertext || tag (one column, not two: a
+    listing reads 200 of them)."""
+    nonce, ciphertext = seal(key, preview.encode(), associated_data)
+    return nonce + ciphertext
+
+
+def open_preview(key: bytes, sealed: bytes, associated_data: bytes) -> str:
+    """The text `seal_preview` sealed; DecryptionFailed if it was changed or moved."""
+    if len(sealed) < NONCE_BYTES + TAG_BYTES:
+        raise DecryptionFailed()
+    return unseal(key, sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], associated_data).decode()

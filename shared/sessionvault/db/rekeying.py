@@ -10,7 +10,8 @@ from sessionvault.db.saves import ENSURE_USAGE
 from sessionvault.db.sessions import Row
 
 _ALL_VERSIONS = """
-SELECT s.id, s.name, coalesce(s.saved_repo, s.repo) AS repo, s.client, s.preview, s.version AS head,
+SELECT s.id, s.name, coalesce(s.saved_repo, s.repo) AS repo, s.client, s.preview, s.sealed_preview,
+       s.version AS head,
        v.version, v.seal_id, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id
 WHERE s.user_id = %(user_id)s
@@ -18,29 +19,32 @@ FOR UPDATE OF v
 """
 
 _RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session_id = %s AND version = %s"
+# A head's preview is sealed under the new key (a plaintext one from before 0015 included).
+_RESEAL_HEAD = "UPDATE sessions SET meta_mac = %s, sealed_preview = %s, preview = '' WHERE id = %s"
 
 
 def reencrypt(
     db: Database,
     user_id: str,
-    reseal: Callable[[Row], tuple[bytes, bytes, bytes | None]],
+    reseal: Callable[[Row], tuple[bytes, bytes, tuple[bytes, bytes] | None]],
     new_fp: bytes,
     switch_key: Callable[[Connection], None],
 ) -> int:
-    """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, the
-    head's new MAC or None for older versions), then `switch_key(conn)`, all in one
-    transaction that holds the user's usage row: saves wait, and one that read the old key
-    before is refused (`dek_fp`). Returns the number of versions re-encrypted."""
+    """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, and
+    for a head's version its new MAC and sealed preview, None for older versions), then
+    `switch_key(conn)`, all in one transaction that holds the user's usage row: saves wait, and
+    one that read the old key before is refused (`dek_fp`). Returns the number of versions
+    re-encrypted."""
 
     def work(conn: Connection) -> int:
         conn.execute(ENSURE_USAGE, {"user_id": user_id})
         conn.execute("SELECT 1 FROM user_usage WHERE user_id = %s FOR UPDATE", (user_id,)).fetchone()
         rows = conn.execute(_ALL_VERSIONS, {"user_id": user_id}).fetchall()
         for row in rows:
-            nonce, ciphertext, mac = reseal(row)
+            nonce, ciphertext, head = reseal(row)
             conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
-            if mac is not None:
-                conn.execute("UPDATE sessions SET meta_mac = %s WHERE id = %s", (mac, row["id"]))
+            if head is not None:
+                conn.execute(_RESEAL_HEAD, (*head, row["id"]))
         conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
         switch_key(conn)
         return len(rows)

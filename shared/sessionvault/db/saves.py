@@ -32,12 +32,14 @@ class Head:
 @dataclass(frozen=True)
 class Sealed:
     """A new version, sealed before the insert (service/sealing.py): its id, nonce, ciphertext,
-    and the MAC of the head's plaintext columns."""
+    the MAC of the head's listed columns, and the head's preview sealed (the plaintext
+    `preview` column is left empty: migration 0015)."""
 
     seal_id: str
     nonce: bytes
     ciphertext: bytes
     mac: bytes
+    preview: bytes
 
     @property
     def size(self) -> int:
@@ -66,9 +68,9 @@ ON CONFLICT (user_id) DO NOTHING
 _SAVE = """
 WITH usage AS (SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE),
 head AS (
-    INSERT INTO sessions (user_id, name, repo, preview, client, version, embedding, embedding_model,
-                          content_digest, meta_mac, seal_id, created_at, updated_at)
-    SELECT %(user_id)s, %(name)s, %(repo)s, %(preview)s, %(client)s, 1, %(embedding)s, %(model)s,
+    INSERT INTO sessions (user_id, name, repo, preview, sealed_preview, client, version, embedding,
+                          embedding_model, content_digest, meta_mac, seal_id, created_at, updated_at)
+    SELECT %(user_id)s, %(name)s, %(repo)s, '', %(sealed_preview)s, %(client)s, 1, %(embedding)s, %(model)s,
            %(digest)s, %(mac)s, %(seal_id)s, clock_timestamp(), clock_timestamp()
     FROM usage
     WHERE usage.bytes + %(size)s <= %(max_bytes)s
@@ -77,7 +79,8 @@ head AS (
            OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
       AND NOT EXISTS (SELECT 1 FROM session_versions WHERE seal_id = %(seal_id)s)
     ON CONFLICT (user_id, name) DO UPDATE SET
-        repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview, client = EXCLUDED.client,
+        repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview,
+        sealed_preview = EXCLUDED.sealed_preview, client = EXCLUDED.client,
         version = sessions.version + 1, embedding = EXCLUDED.embedding,
         embedding_model = EXCLUDED.embedding_model, embed_failures = 0, embed_retry_at = NULL,
         content_digest = EXCLUDED.content_digest, meta_mac = EXCLUDED.meta_mac,
@@ -196,7 +199,7 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
         "user_id": user_id,
         "name": head.name,
         "repo": head.repo,
-        "preview": head.preview,
+        "sealed_preview": version.preview,  # the plaintext column stays '' (migration 0015)
         "client": head.client,
         "embedding": _vec(head.embedding),
         "model": head.model if head.embedding else None,

@@ -139,11 +139,12 @@ def get_latest_for_repo(
     return latest.fetchone(), elsewhere.fetchone()
 
 
-# Each session's newest offer (if any) rides along: list_sessions shows its state.
+# Each session's newest offer (if any) rides along: list_sessions shows its state. The preview
+# comes sealed (`sealed_preview`), or as plaintext from a head saved before migration 0015.
 _PAGE = (
     """
-SELECT s.id, s.name, s.repo, s.preview, s.version, s.client, s.updated_at, s.meta_mac, s.seal_id,
-       coalesce(s.saved_repo, s.repo) AS saved_repo,"""
+SELECT s.id, s.name, s.repo, s.preview, s.sealed_preview, s.version, s.client, s.updated_at,
+       s.meta_mac, s.seal_id, coalesce(s.saved_repo, s.repo) AS saved_repo,"""
     + STATE_COLUMNS
     + """
 FROM sessions s

@@ -1,4 +1,5 @@
-"""Scheduled work: prune rate-limit and audit rows, re-embed sessions that have no vector.
+"""Scheduled work: prune rate-limit and audit rows, re-embed sessions that have no vector,
+seal the previews saved in plaintext before migration 0015.
 
 RLS stays in force here too: each job walks the users (identity plane) and works inside one
 tenant transaction per user. Every job is idempotent and safe to run twice at once."""
@@ -10,11 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import admission, audit, backfill, identity, oauth
+from sessionvault.db import admission, audit, backfill, identity, oauth, previews
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 from sessionvault.service.principal import Principal
-from sessionvault.service.sealing import open_record
+from sessionvault.service.sealing import open_record, seal_preview
 from sessionvault.service.vault import embedding_text
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,30 @@ def _embed_row(rt: Runtime, user_id: str, dek: bytes, row: dict[str, Any]) -> bo
     return True
 
 
+def seal_previews(rt: Runtime, batch: int = 1000) -> dict[str, int]:
+    """Seal up to `batch` previews that heads saved before migration 0015 still hold in
+    plaintext, under their tenant's data key, and empty the plaintext column; run it again
+    until `sealed` is 0. The head's MAC covers the preview's text, so it needs no change, and a
+    preview changed behind the server's back stays unverified once sealed. A user whose key
+    cannot be unwrapped is skipped and counted; a user with nothing to seal costs one query."""
+    sealed = skipped = 0
+    for user in identity.users(rt.db):
+        if sealed >= batch:
+            break
+        rows = previews.plaintext(rt.db, user["id"], batch - sealed)
+        if not rows:
+            continue
+        try:
+            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
+        except Exception as exc:
+            _log_skip("sealing previews skipped a user", user["id"], exc)
+            skipped += 1
+            continue
+        blobs = [(row, seal_preview(dek, user["id"], row, row["preview"])) for row in rows]
+        sealed += previews.store_sealed(rt.db, user["id"], blobs)
+    return {"sealed": sealed, "skipped_users": skipped}
+
+
 def _log_skip(message: str, user_id: str, exc: Exception) -> None:
     log.error(message, extra={"user_id": user_id, "error_type": type(exc).__name__})
 
@@ -86,6 +111,7 @@ TASKS: dict[str, Callable[[Runtime], dict[str, int]]] = {
     "prune_audit": prune_audit,
     "prune_oauth": prune_oauth,
     "reembed": reembed,
+    "seal_previews": seal_previews,
 }
 
 

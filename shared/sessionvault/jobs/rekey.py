@@ -13,6 +13,7 @@ from sessionvault.core import crypto
 from sessionvault.db import identity, rekeying
 from sessionvault.db.pool import Connection
 from sessionvault.db.saves import Head
+from sessionvault.errors import DecryptionFailed
 from sessionvault.runtime import Runtime
 from sessionvault.service import sealing
 
@@ -24,15 +25,20 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
     old_dek = rt.keys.provider.unwrap(user_id, identity.wrapped_key(rt.db, user_id))
     new_dek, new_wrapped = rt.keys.provider.generate_data_key(user_id)
 
-    def reseal(row: dict[str, Any]) -> tuple[bytes, bytes, bytes | None]:
+    def reseal(row: dict[str, Any]) -> tuple[bytes, bytes, tuple[bytes, bytes] | None]:
         aad = sealing.aad_of(user_id, row)  # the same binding (v1 or v2), under the new key
         nonce, ciphertext = crypto.seal(
             new_dek, crypto.unseal(old_dek, row["nonce"], row["ciphertext"], aad), aad
         )
         if row["version"] != row["head"]:
             return nonce, ciphertext, None
-        head = Head(row["name"], row["repo"], row["preview"], row["client"], None, None)
-        return nonce, ciphertext, sealing.head_mac(new_dek, user_id, row, head)
+        # The head's preview, sealed under the new key (a plaintext one too: migration 0015).
+        preview = sealing.preview_of(old_dek, user_id, row)
+        if preview is None:  # a changed preview stops this user's re-key, as a changed version does
+            raise DecryptionFailed()
+        head = Head(row["name"], row["repo"], preview, row["client"], None, None)
+        mac = sealing.head_mac(new_dek, user_id, row, head)
+        return nonce, ciphertext, (mac, sealing.seal_preview(new_dek, user_id, row, preview))
 
     def switch(conn: Connection) -> None:
         identity.replace_wrapped_key(conn, user_id, new_wrapped)

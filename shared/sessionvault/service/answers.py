@@ -15,17 +15,24 @@ from sessionvault.service import handoff, sealing
 
 
 def listed(dek: bytes, user_id: str, row: Mapping[str, Any], workspace: str = "") -> dict[str, Any]:
-    """A listing entry from plaintext columns, shown only if their MAC holds: a row changed in
-    the database (or saved before MACs existed) lists with its client and preview withheld."""
+    """A listing entry from the head's columns, shown only if their MAC holds: a row changed in
+    the database (or saved before MACs existed) lists with its client and preview withheld. The
+    preview is opened from its sealed column (a few microseconds, no round trip), or read from
+    the plaintext one a head saved before migration 0015 still has."""
+    preview = sealing.preview_of(dek, user_id, row)
     # The MAC covers the repo as it was saved; rows from before one repo identity (0006) keep
     # that spelling apart from the canonical `repo` they are listed and found under.
-    head = saves.Head(row["name"], row["saved_repo"], row["preview"], row["client"], None, None)
+    head = saves.Head(row["name"], row["saved_repo"], preview or "", row["client"], None, None)
     expected = sealing.head_mac(dek, user_id, row, head)
-    trusted = row["meta_mac"] is not None and hmac.compare_digest(bytes(row["meta_mac"]), expected)
+    trusted = (
+        preview is not None
+        and row["meta_mac"] is not None
+        and hmac.compare_digest(bytes(row["meta_mac"]), expected)
+    )
     entry = {
         "name": row["name"],
         "repo": row["repo"],
-        "preview": row["preview"] if trusted else "",
+        "preview": head.preview if trusted else "",
         "version": row["version"],
         "client": row["client"] if trusted else "",
         "updated_at": store.iso(row["updated_at"]),
