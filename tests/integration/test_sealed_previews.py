@@ -214,3 +214,14 @@ def test_the_maintenance_role_may_write_the_preview_columns_and_no_other_new_one
                 conn.execute(f"UPDATE sessions SET {column} = {column}")
             conn.rollback()
         conn.execute("UPDATE sessions SET preview = preview, sealed_preview = sealed_preview")
+
+
+def test_a_local_server_seals_old_previews_in_its_upkeep(runtime, admin_rt, pg):
+    from sessionvault.local.host import upkeep
+
+    who = make_user(runtime)
+    save(runtime, who.principal, name="old", client="zed")
+    text = as_saved_before_0015(runtime, who, "old")
+    done = upkeep.run_once(admin_rt)  # what `serve` runs on start and every 10 minutes
+    assert done["seal_previews"]["sealed"] >= 1 and heads(pg, who.id)["old"][0] == ""
+    assert listed(runtime, who.principal)["old"]["preview"] == text

@@ -1,6 +1,7 @@
 """Local upkeep: what the scheduled maintenance functions do in the cloud, done by a local
 `serve` itself. A daemon thread prunes rate-limit counters and old audit rows (every job of
-`jobs.maintenance` named prune_*) on start and then every `interval_s`, through one admin-role
+`jobs.maintenance` named prune_*) and seals previews saved in plaintext before migration 0015
+(`seal_previews`) on start and then every `interval_s`, through one admin-role
 connection held for the thread's life. A failure is logged (its type, never its message) and
 the next round tries again; nothing here can stop the server."""
 
@@ -23,7 +24,11 @@ INTERVAL_S = 600.0
 
 
 def prune_jobs() -> dict[str, Callable[[Runtime], dict[str, int]]]:
-    return {name: job for name, job in maintenance.TASKS.items() if name.startswith("prune_")}
+    return {
+        name: job
+        for name, job in maintenance.TASKS.items()
+        if name.startswith("prune_") or name == "seal_previews"
+    }
 
 
 def run_once(rt: Runtime) -> dict[str, Any]:
