@@ -307,19 +307,23 @@ def test_local_upkeep_without_an_admin_url_logs_and_leaves_the_server_alone(pg, 
 
 
 def test_serve_runs_the_upkeep_and_ignores_forwarded_addresses(pg, monkeypatch):
-    import uvicorn
-
     from sessionvault.cli import server as cli_server
+    from sessionvault.local.host import listener
 
     seen: dict[str, Any] = {}
 
-    def fake_run(app: object, **kwargs: Any) -> None:
-        seen.update(kwargs, app=app)
-        seen["threads"] = {t.name for t in threading.enumerate()}
+    class Built:  # what listener.build gives back: serve() runs it on its bound socket
+        def run(self, sockets: list[socket.socket]) -> None:
+            seen["threads"] = {t.name for t in threading.enumerate()}
 
-    monkeypatch.setattr(uvicorn, "run", fake_run)
+    def fake_build(app: object, host: str, port: int, **kwargs: Any) -> Built:
+        seen.update(kwargs, app=app)
+        return Built()
+
+    monkeypatch.setattr(listener, "build", fake_build)
     cli_server.serve(Target(make_settings(pg), pg.owner_url, pg.admin_url), "127.0.0.1", free_port())
-    assert isinstance(seen["app"], SessionVaultApp)
+    app = getattr(seen["app"], "app", seen["app"])  # inside the local server's pressure gate, if any
+    assert isinstance(app, SessionVaultApp)
     assert seen["proxy_headers"] is False  # X-Forwarded-For cannot pick the address failures count by
     assert "sessionvault-upkeep" in seen["threads"]
     assert "sessionvault-upkeep" not in {t.name for t in threading.enumerate()}  # stopped with the server
@@ -513,3 +517,94 @@ def test_an_unknown_access_token_gets_the_same_401_as_an_unknown_key(edge, http)
     ]
     shapes = {(r.status_code, r.content, r.headers["www-authenticate"]) for r in replies}
     assert shapes == {(401, b'{"error": "unauthorized"}', f'Bearer resource_metadata="{metadata}"')}
+
+
+# --- text the database cannot hold, and /health ----------------------------------------------
+
+NUL_Q, SURROGATE_Q = "%00", "%ED%A0%80"  # U+D800 as the bytes UTF-8 would give it, were it allowed
+NUL_J, SURROGATE_J = "\\u0000", "\\ud800"  # as JSON escapes
+
+
+def unholdable_requests(key: str) -> list[tuple[str, str, bytes | None, dict[str, str]]]:
+    """Every surface, each place text arrives: what used to reach a handler (and, before
+    authentication, became a 500 on /authorize, /token, /revoke, /register and the API)."""
+    api = {"Authorization": f"Bearer {key}"}
+    made: list[tuple[str, str, bytes | None, dict[str, str]]] = []
+    for q, j in ((NUL_Q, NUL_J), (SURROGATE_Q, SURROGATE_J)):
+        made += [
+            ("GET", f"/authorize?response_type=code&client_id=a{q}b", None, {}),
+            ("POST", "/authorize", f"response_type=code&client_id=a{q}b".encode(), FORM),
+            ("POST", "/token", f"grant_type=authorization_code&code=c&client_id=a{q}b".encode(), FORM),
+            ("POST", "/token", f"grant_type=refresh_token&refresh_token=r{q}&client_id=x".encode(), FORM),
+            ("POST", "/revoke", f"token=t&client_id=a{q}b".encode(), FORM),
+            ("POST", "/consent", f"request=r{q}&decision=approve".encode(), FORM),
+            ("POST", "/register", f'{{"redirect_uris": ["http://127.0.0.1:1/cb"], "client_name": "{j}"}}'
+             .encode(), {"Content-Type": "application/json"}),
+            ("GET", f"/api/v1/session/versions?name=a{q}b", None, api),
+            ("GET", f"/api/v1/session?name=a{q}b", None, api),
+            ("GET", f"/api/v1/sessions?repo=r{q}", None, api),
+            ("GET", f"/web/session?name=a{q}b", None, {}),
+            ("GET", f"/.well-known/oauth-authorization-server?x={q}", None, {}),
+            ("POST", f"/mcp?x={q}", LIST_TOOLS, {**JSON, **api}),
+            ("POST", "/mcp", (
+                '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "save_session",'
+                f' "arguments": {{"name": "n", "summary": "a{j}b"}}}}}}'
+            ).encode(), {**JSON, **api}),
+        ]  # fmt: skip
+    made += [
+        ("GET", "/web/a%00b", None, {}),
+        ("GET", "/api/v1/a%00b", None, api),
+        ("POST", "/mcp%00", b"{}", JSON),
+    ]
+    return made
+
+
+def test_nul_and_lone_surrogates_are_400s_at_the_edge_on_every_surface(edge, runtime, pg, http, capfd):
+    user = make_user(runtime)
+    base = edge.url.removesuffix("/mcp")
+    before = table_rows(pg)
+    for method, path, body, headers in unholdable_requests(user.key):
+        reply = http.request(method, base + path, content=body, headers=headers)
+        assert reply.status_code == 400, (method, path, reply.status_code, reply.text[:300])
+        assert "NUL (U+0000)" in reply.text or "surrogate" in reply.text or "form could not" in reply.text, (
+            path,
+            reply.text[:300],
+        )
+    assert grown(before, table_rows(pg)) == {}  # refused before admission: no row, no budget
+    out = capfd.readouterr()
+    assert '"status":500' not in out.out and "Traceback" not in out.err
+    lines = [x for x in request_lines(out.out) if x.get("edge_check") == "text"]
+    assert lines and all(x["status"] == 400 for x in lines)
+
+
+def test_a_nul_in_a_tool_argument_names_the_field_in_a_json_rpc_error(edge, runtime, http):
+    user = make_user(runtime)
+    body = (
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "save_session",'
+        b' "arguments": {"name": "n", "summary": "s", "plan": ["ok", "a\\u0000b"]}}}'
+    )
+    reply = post(http, edge.url, body, user.key)
+    assert reply.status_code == 400
+    assert reply.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32602,
+            "message": "text may not hold a NUL (U+0000) or a lone surrogate (U+D800-U+DFFF):"
+            " a NUL (U+0000) in params.arguments.plan[1]",
+        },
+    }
+
+
+def test_health_answers_get_and_head_only_and_logs_no_traceback(edge, http, capfd):
+    health = edge.url.removesuffix("/mcp") + "/health"
+    assert http.get(health).json() == {"ok": True}
+    head = http.head(health)
+    assert head.status_code == 200 and head.content == b""
+    for method in ("CONNECT", "POST", "PUT", "DELETE", "OPTIONS", "TRACE"):
+        reply = http.request(method, health)
+        assert reply.status_code == 405, (method, reply.status_code)
+        assert reply.headers["allow"] == "GET, HEAD"
+    assert http.get(health).status_code == 200  # the connection and the server are fine after
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception in ASGI application" not in err

@@ -7,6 +7,7 @@ import time
 import httpx2
 import psycopg
 import pytest
+from mcp.shared.exceptions import MCPError
 from psycopg.rows import dict_row
 
 from sessionvault.db import identity
@@ -115,8 +116,11 @@ async def test_two_users_cannot_see_each_other_through_the_tools(local_server, l
 
 async def test_validation_errors_name_the_field(server, user):
     async with mcp_client(server.url, user.key) as client:
-        result = await client.call_tool("save_session", {"name": "x", "summary": "a\x00b"})
-        assert result.is_error and "summary" in result.content[0].text and "NUL" in result.content[0].text
+        # A NUL is refused at the edge (text the database cannot hold): a JSON-RPC error naming it.
+        with pytest.raises(MCPError) as nul:
+            await client.call_tool("save_session", {"name": "x", "summary": "a\x00b"})
+        assert nul.value.code == -32602 and "NUL" in nul.value.message
+        assert nul.value.message.endswith("in params.arguments.summary")
         result = await client.call_tool("save_session", {"name": "x", "summary": "s", "plan": ["p"] * 201})
         assert result.is_error and "plan" in result.content[0].text
 

@@ -38,8 +38,10 @@ from sessionvault.server import api
 from sessionvault.server.admission import admitter as auth
 from sessionvault.server.admission import guard, riding
 from sessionvault.server.edge import (
+    check_text,
     form_problem,
     headers_of,
+    health,
     read_body,
     replaying,
     request_id,
@@ -58,7 +60,6 @@ NOT_ALLOWED = json.dumps({"error": "method not allowed"}).encode()
 # and which of them a person's browser posts to (an unreadable form gets an HTML page there).
 FORM_PATHS = frozenset({"/authorize", "/token", "/revoke", oauth_core.CONSENT_PATH})
 BROWSER_PATHS = frozenset({"/authorize", oauth_core.CONSENT_PATH})
-UNREADABLE_FORM = json.dumps({"error": "invalid_request", "error_description": "the form could not be read"})
 UNREADABLE_PAGE = "This form could not be read. Start again from your application."
 
 
@@ -101,7 +102,7 @@ class SessionVaultApp:
             await send({"type": "websocket.close", "code": 1008})  # not served: an HTTP 403
         elif scope["type"] == "http":
             if (scope["path"].rstrip("/") or "/") == "/health":
-                await respond(send, 200, b'{"ok": true}')
+                await health(scope, send)
             else:
                 await self.handle(scope, receive, send)
 
@@ -143,6 +144,7 @@ class SessionVaultApp:
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
     ) -> None:
         path = self._path(scope)
+        check_text(scope, path, api.PREFIX, log)  # NUL, lone surrogates: deeper, each was a 500
         if path.startswith(api.PREFIX + "/"):
             await self._serve_api(scope, receive, send, headers, log, path.removeprefix(api.PREFIX))
             return
@@ -251,8 +253,8 @@ class SessionVaultApp:
                 raise guard.refusal(check, expected)
         if scope["method"] == "POST" and path in FORM_PATHS:
             body = await read_body(receive)
-            if await form_problem(routed, body):
-                raise _unreadable(page=path in BROWSER_PATHS)
+            if problem := await form_problem(routed, body):
+                raise _unreadable(problem, page=path in BROWSER_PATHS)
             receive = replaying(body)  # the handler reads the same bytes again
         if consent:
             await self.consent.handle(routed, receive, send, base, log)
@@ -278,13 +280,14 @@ class SessionVaultApp:
             log.failure = f"audit write failed: {type(exc).__name__}"
 
 
-def _unreadable(*, page: bool) -> Refused:
-    """A form that cannot be parsed: an HTML error page (as the consent page and /authorize
-    show a person), else OAuth's JSON error (RFC 6749 section 5.2)."""
+def _unreadable(problem: str, *, page: bool) -> Refused:
+    """A form that cannot be parsed, or holds text the database cannot: an HTML error page (as
+    the consent page and /authorize show a person), else OAuth's JSON error (RFC 6749, 5.2)."""
     if page:
         headers = {"Content-Type": "text/html; charset=utf-8", **page_headers()}
         return Refused(400, error_page(UNREADABLE_PAGE), "validation", headers)
-    return Refused(400, UNREADABLE_FORM.encode(), "validation", {"Cache-Control": "no-store"})
+    body = json.dumps({"error": "invalid_request", "error_description": problem}).encode()
+    return Refused(400, body, "validation", {"Cache-Control": "no-store"})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

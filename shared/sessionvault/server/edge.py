@@ -1,7 +1,10 @@
 """The HTTP edge, before any MCP or OAuth handler: reading a capped body within a deadline, its
 JSON (/mcp) or form (the OAuth endpoints and the consent page), naming the method for logs and
 limits, picking the request id, and answering refusals. Pure functions of the request; no
-database."""
+database.
+Text the database cannot hold (NUL, lone surrogates: `server/text_checks.py`) is refused here,
+in a form or a JSON body, before any handler; `app.py` does the same for paths and query
+strings."""
 
 from __future__ import annotations
 
@@ -17,6 +20,14 @@ from starlette.types import Receive, Scope, Send
 
 from sessionvault.db.admission import Budget
 from sessionvault.errors import ErrorClass, Refused
+from sessionvault.server.text_checks import (
+    NUL_OR_SURROGATE,
+    encoded_problem,
+    json_problem,
+    request_problem,
+    text_problem,
+)
+from sessionvault.telemetry import RequestLog
 
 UNAUTHORIZED = json.dumps({"error": "unauthorized"}).encode()
 UNAVAILABLE = json.dumps({"error": "temporarily unavailable, try again"}).encode()
@@ -32,8 +43,38 @@ async def respond(send: Send, status: int, body: bytes, headers: dict[str, str] 
     await send({"type": "http.response.body", "body": body})
 
 
-def jsonrpc_error(code: int, message: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}).encode()
+def jsonrpc_error(code: int, message: str, request_id: Any = None) -> bytes:
+    error = {"code": code, "message": message}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+NOT_ALLOWED = b'{"error": "method not allowed"}'
+
+
+async def health(scope: Scope, send: Send) -> None:
+    """/health answers GET and HEAD (the server drops a HEAD's body); else a 405. A 200 to
+    CONNECT switched the connection's protocol, and sending the body after it logged a traceback."""
+    if scope["method"] in ("GET", "HEAD"):
+        await respond(send, 200, b'{"ok": true}')
+    else:
+        await respond(send, 405, NOT_ALLOWED, {"Allow": "GET, HEAD"})
+
+
+def check_text(scope: Scope, path: str, api_prefix: str, log: RequestLog) -> None:
+    """Refuses a path or query string holding a NUL or a lone surrogate (`text_checks`), before
+    any surface sees it: a 400 in the shape of the surface it was sent to (JSON-RPC for /mcp,
+    the API's error, else OAuth's `invalid_request`, which the web view's paths get too)."""
+    problem = request_problem(scope)
+    if problem is None:
+        return
+    log.edge_check = "text"
+    said = f"text may not hold {NUL_OR_SURROGATE}: {problem}"
+    if path == "/mcp":
+        raise Refused(400, jsonrpc_error(-32600, said), "validation")
+    shaped: dict[str, Any] = {"error": "invalid_request", "error_description": said}
+    if path.startswith(api_prefix + "/"):
+        shaped = {"error": {"code": "validation", "message": said}}
+    raise Refused(400, json.dumps(shaped).encode(), "validation", {"Cache-Control": "no-store"})
 
 
 # Protocol methods the log, the audit row and the metric dimension may name.
@@ -109,11 +150,20 @@ async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tu
         raise too_big
     body = await read_body(receive, limit, too_big)
     try:
-        return body, json.loads(body)
+        payload = json.loads(body)
     except (ValueError, RecursionError):  # bad UTF-8 or JSON, huge integers, deep nesting
         raise Refused(
             400, jsonrpc_error(-32700, "parse error: body is not valid JSON"), "validation"
         ) from None
+    found = json_problem(payload)
+    if found:  # the place it names is the caller's own key path, with the bad characters masked
+        what, where = found
+        rid = payload.get("id") if isinstance(payload, dict) else None
+        code = -32602 if where.startswith("params") else -32600  # invalid params / invalid request
+        message = f"text may not hold {NUL_OR_SURROGATE}: {what} in {where}"
+        rid = rid if isinstance(rid, str | int) and not text_problem(str(rid)) else None
+        raise Refused(400, jsonrpc_error(code, message, rid), "validation")
+    return body, payload
 
 
 def answered_with_error(status: int, body: bytes) -> ErrorClass | None:
@@ -184,21 +234,43 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").partition(";")[0].strip().lower()
 
 
-async def form_problem(scope: Scope, body: bytes) -> bool:
-    """True when `body` is a urlencoded or multipart form (as the request's Content-Type says,
-    read as Starlette reads it) that Starlette's parser refuses or fails on: a missing or broken
-    boundary, a part without a name, a file, more than `MAX_FORM_FIELDS` fields, a header
-    too long. Parsed here, ahead of the handler, so that none of that becomes a 500 (or an SDK
-    handler's logged traceback) there. Other media types are not forms: False."""
+async def form_problem(scope: Scope, body: bytes) -> str | None:
+    """What is wrong with `body` as a urlencoded or multipart form (as the request's
+    Content-Type says, read as Starlette reads it), or None: Starlette's parser refuses or fails
+    on it (a missing or broken boundary, a part without a name, a file, more than
+    `MAX_FORM_FIELDS` fields, a header too long), or a field holds text the database cannot
+    (NUL, a lone surrogate; a urlencoded form must be UTF-8). Parsed here, ahead of the
+    handler, so that none of that becomes a 500 (or an SDK handler's logged traceback) there.
+    Other media types are not forms: None."""
     request = Request(scope, replaying(body))
-    if media_type(request.headers.get("content-type")) not in (FORM, MULTIPART):
-        return False
+    kind = media_type(request.headers.get("content-type"))
+    if kind not in (FORM, MULTIPART):
+        return None
+    if kind == FORM and (problem := encoded_problem(body)):
+        return f"{problem} in the form"
     try:
-        async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS):
-            pass
+        async with request.form(max_files=0, max_fields=MAX_FORM_FIELDS) as form:
+            for key, value in form.multi_items():
+                problem = text_problem(key) or (text_problem(value) if isinstance(value, str) else None)
+                if problem:
+                    return f"{problem} in the form"
     except Exception:  # MultiPartException, and whatever else a malformed form raises in there
-        return True
-    return False
+        return "the form could not be read"
+    return None
+
+
+def body_text_problem(scope: Scope, body: bytes) -> str | None:
+    """For a JSON body (as the Content-Type says): NUL or a lone surrogate in a key or string,
+    or None. A body that is not JSON at all is left to its handler, which says so."""
+    request = Request(scope, replaying(body))
+    kind = media_type(request.headers.get("content-type"))
+    if kind != "application/json" and not kind.endswith("+json"):
+        return None
+    try:
+        found = json_problem(json.loads(body))
+    except (ValueError, RecursionError):
+        return None
+    return f"{found[0]} in {found[1]}" if found else None
 
 
 def replaying(body: bytes) -> Receive:

@@ -22,6 +22,7 @@ connectors (claude.ai, ChatGPT), not pages of other sites."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from functools import lru_cache
@@ -46,14 +47,16 @@ from sessionvault.db.audit import salted_hash
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
 from sessionvault.server.admission import guard
-from sessionvault.server.edge import read_body, replaying
+from sessionvault.server.edge import body_text_problem, read_body, replaying
 from sessionvault.server.oauth import cimd, consent
 from sessionvault.server.oauth.client_auth import HashedSecretAuthenticator, basic_credentials
 from sessionvault.server.oauth.provider import AUTH_METHODS, Provider
+from sessionvault.server.text_checks import NUL_OR_SURROGATE
 from sessionvault.settings import Settings
 from sessionvault.telemetry import RequestLog
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+TEXT_RULE = f"text may not hold {NUL_OR_SURROGATE}"
 REGISTRATION = ClientRegistrationOptions(
     enabled=True, valid_scopes=list(oauth.SCOPES), default_scopes=list(oauth.SCOPES)
 )
@@ -276,6 +279,10 @@ class OAuthServer:
                     405, b'{"error": "method not allowed"}', "validation", {"Allow": ", ".join(methods)}
                 )
             body = await read_body(receive)
+            problem = body_text_problem(scope, body)  # a JSON body (/register); forms: app.py
+            if problem:
+                said = {"error": "invalid_client_metadata", "error_description": f"{TEXT_RULE}: {problem}"}
+                raise Refused(400, json.dumps(said).encode(), "validation", NO_STORE)
             request = Request(scope, replaying(body))
             address = salted_hash(log.ip, self.rt.settings.audit_salt)
             provider = Provider(self.rt, base, address, fetcher=self.fetcher)
