@@ -86,7 +86,9 @@ async def test_resources_pass_through(server, runtime):
             # The server's own errors come back unchanged: code and message.
             with pytest.raises(MCPError) as missing:
                 await client.read_resource("sessionvault://sessions/no-such-session")
-            assert missing.value.code == -32002 and "no session by that name" in missing.value.message
+            # (upstream the bridge speaks 2026-07-28, where a missing resource is -32602: SEP-2164)
+            assert missing.value.code == -32602 and "no session by that name" in missing.value.message
+            assert missing.value.data == {"uri": "sessionvault://sessions/no-such-session"}
             with pytest.raises(MCPError) as foreign:
                 await client.read_resource("file:///etc/passwd")
             assert foreign.value.code == -32602 and "session URIs look like" in foreign.value.message

@@ -19,6 +19,7 @@ import pytest
 from sessionvault.server.mcp import prompts
 
 from ..conftest import make_user
+from ..support.logs import catch_logs
 
 HEADERS = {
     "Content-Type": "application/json",
@@ -82,8 +83,8 @@ def rpc(
             },
         }
         headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": method})
-        if "name" in params:
-            headers["Mcp-Name"] = params["name"]
+        if "name" in params or "uri" in params:  # the tool's or prompt's name, the resource's URI
+            headers["Mcp-Name"] = params.get("name") or params["uri"]
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     reply = http.post(url, json=body, headers=headers)
     # 2026-07-28 answers invalid params with a 400 too
@@ -153,3 +154,32 @@ def test_an_unexpected_exception_in_a_handler_is_an_internal_error_logged_by_typ
     # and the server carries on
     ok = rpc(http, server.url, user.key, "prompts/get", {"name": "resume", "arguments": {}})
     assert "result" in ok
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["2025-06-18", MODERN])
+def test_an_unknown_tool_is_a_json_rpc_error_not_a_result(server, runtime, http, capfd, modern):
+    """MCP (server/tools, error handling): an unknown tool is a protocol error, -32602; it was
+    answered as a result with isError: true, which a model reads as the tool's own output."""
+    user = make_user(runtime)
+    params = {"name": "no_such_tool", "arguments": {}}
+    with catch_logs() as logs:
+        answer = rpc(http, server.url, user.key, "tools/call", params, modern=modern)
+        assert "result" not in answer
+        assert answer["error"]["code"] == -32602
+        assert answer["error"]["message"].startswith("unknown tool 'no_such_tool'; available: save_session")
+        lines = logs.requests_until(lambda lines: any(x.get("user_id") == user.id for x in lines))
+    assert [x.get("error_class") for x in lines if x.get("user_id") == user.id] == ["validation"]
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(("modern", "code"), [(False, -32002), (True, -32602)], ids=["2025-06-18", MODERN])
+def test_a_missing_resource_names_its_uri_with_the_code_of_its_protocol(server, runtime, http, modern, code):
+    """-32002 with data.uri up to 2025-11-25; from 2026-07-28 (SEP-2164) -32602, data.uri still."""
+    user = make_user(runtime)
+    uri = "sessionvault://sessions/no-such-session"
+    answer = rpc(http, server.url, user.key, "resources/read", {"uri": uri}, modern=modern)
+    assert answer["error"] == {
+        "code": code,
+        "message": "resource not found: no session by that name",
+        "data": {"uri": uri},
+    }

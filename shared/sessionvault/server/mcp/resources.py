@@ -16,6 +16,7 @@ import anyio.to_thread
 import psycopg
 from mcp import types
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from sessionvault.core import framing, records
 from sessionvault.errors import VaultError
@@ -30,7 +31,9 @@ LISTED = 50  # resources/list shows the most recent sessions
 MIME = "text/plain"  # JSON inside a notes frame (framing.frame_json), not bare JSON
 
 INVALID_PARAMS = -32602
-NOT_FOUND = -32002  # the MCP specification's "resource not found"
+# "Resource not found": -32002 up to the 2025-11-25 protocol; from 2026-07-28 (SEP-2164) invalid
+# params, -32602. Either way the error's data names the URI.
+NOT_FOUND_LEGACY = -32002
 INTERNAL = -32603
 
 
@@ -133,7 +136,9 @@ def build(vault: Vault) -> dict[str, Any]:
             raise
         result = await _run("resources/read", vault.load, who, args)
         if not result.get("found"):
-            raise MCPError(NOT_FOUND, "resource not found: no session by that name")
+            modern = getattr(ctx, "protocol_version", "") in MODERN_PROTOCOL_VERSIONS
+            code = INVALID_PARAMS if modern else NOT_FOUND_LEGACY
+            raise MCPError(code, "resource not found: no session by that name", {"uri": uri})
         text = framing.frame_json(result)
         contents = types.TextResourceContents(uri=uri, mime_type=MIME, text=text)
         return types.ReadResourceResult(contents=[contents])
