@@ -318,6 +318,24 @@ def test_forms_are_refused_without_their_token_origin_or_type(server, runtime, b
     assert "revoked" not in text_of(browser.get("/web/keys")).split(prefix, 1)[1].split("Action")[0][:60]
 
 
+def test_a_form_must_carry_a_browsers_proof_that_our_page_sent_it(server, runtime, browser: Browser) -> None:
+    """docs/security.md: `Sec-Fetch-Site: same-origin`, or, where a browser sends no fetch
+    metadata (plain http to an address that is not loopback), our own Origin. A POST carrying
+    neither was accepted."""
+    owner = make_user(runtime)
+    _, prefix = _another_key(owner.id, ("read",))
+    browser.sign_in(owner.key)
+    keys = browser.get("/web/keys")
+    ask = {"csrf": csrf_of(keys), "key": _key_id(keys.text, prefix), "step": "confirm"}
+    no_metadata = {"Sec-Fetch-Site": ""}  # an empty header is not sent (Browser.post)
+    bare = browser.post("/web/keys/revoke", ask, Origin="", **no_metadata)
+    assert bare.status_code == 403 and "without the headers a browser sends" in bare.text
+    # a current browser, to https or a loopback address: fetch metadata (and Origin, but it may not)
+    assert browser.post("/web/keys/revoke", ask, Origin="").status_code == 200
+    # a browser to plain http on a LAN address: no fetch metadata, but its Origin on every POST
+    assert browser.post("/web/keys/revoke", ask, **no_metadata).status_code == 200
+
+
 def test_sign_in_refuses_a_bad_key_a_missing_token_and_a_foreign_page(
     server, runtime, browser: Browser
 ) -> None:

@@ -1,7 +1,14 @@
 """A POST's form, read only after the checks a browser form must pass: exactly one Content-Type,
-a urlencoded form; no Origin but this server's (every one, if several came); no Sec-Fetch-Site
-but same-origin; a body within the form cap that parses. A form that fails one is refused with
-an error page; a wrong Content-Type or Origin before its body is read at all."""
+a urlencoded form; proof from the browser that this server's own page sent it; a body within
+the form cap that parses. A form that fails one is refused with an error page; a wrong
+Content-Type or origin before its body is read at all.
+
+The proof is `Sec-Fetch-Site: same-origin`, which every current browser sets on a request to a
+secure context (https, or a loopback address) and no page can forge; or, where the browser sends
+no Sec-Fetch-Site (it does not to a plain-http address that is not loopback, such as a phone on
+the LAN reaching `dev --host`), an Origin equal to this server's, which every browser sets on a
+POST. Neither header: not a browser form of ours (a script can send anything, but holds no
+signed-in cookie to send). Any Origin but ours, any Sec-Fetch-Site but same-origin: refused."""
 
 from __future__ import annotations
 
@@ -34,6 +41,10 @@ async def read_form(call: Call, receive: Receive) -> dict[str, str]:
     if any(o != own for o in origins) or any(s != "same-origin" for s in sites):
         log.edge_check = "origin"
         raise refusal(403, message(None, root, "Refused", "This form was sent from another site."), "auth")
+    if not sites and not origins:  # nothing a browser sets: no proof it came from our page
+        log.edge_check = "origin"
+        said = "This form came without the headers a browser sends (Origin, Sec-Fetch-Site)."
+        raise refusal(403, message(None, root, "Refused", said), "auth")
     body = await read_body(receive)
     if await form_problem(call.scope, body):
         raise refusal(
