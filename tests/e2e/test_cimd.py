@@ -40,6 +40,7 @@ from sessionvault.errors import DocumentError
 from sessionvault.runtime import Runtime
 from sessionvault.server.oauth import cimd
 from sessionvault.server.oauth.endpoints import OAuthServer
+from sessionvault.server.oauth.fetch_budget import FetchBudget
 
 from ..conftest import ServerThread, make_user
 from ..support import oauth as flow
@@ -295,11 +296,16 @@ def loopback_too(ip: cimd.IPAddress) -> bool:
     return ip == ipaddress.ip_address("127.0.0.1") or cimd.public_address(ip)
 
 
+# The document server's port is its own (production's fetcher takes 443 only).
+ANY_PORT = frozenset(range(1, 65536))
+
+
 def fetcher(pki: Pki, **overrides: Any) -> cimd.Fetcher:
     values: dict[str, Any] = {
         "ssl_context": trusting(pki),
         "allow": loopback_too,
         "resolve": resolve_test_name,
+        "ports": ANY_PORT,
     }
     values.update(overrides)
     return cimd.Fetcher(**values)
@@ -337,7 +343,7 @@ async def test_a_good_document_is_fetched_over_the_checked_address_and_kept_to_w
 async def test_the_default_policy_refuses_a_private_address_before_connecting(
     pki: Pki, documents: DocumentServer, host: str
 ) -> None:
-    default = cimd.Fetcher(ssl_context=trusting(pki), resolve=resolve_test_name)  # the default `allow`
+    default = cimd.Fetcher(ssl_context=trusting(pki), resolve=resolve_test_name, ports=ANY_PORT)  # `allow`'s
     assert await refused(default, documents.url("/good.json", host=host)) == "address"
     assert documents.hits == []  # nothing was sent
 
@@ -453,7 +459,81 @@ def test_a_document_keeps_only_the_fields_we_use() -> None:
     }
 
 
+async def test_only_port_443_is_fetched(pki: Pki, documents: DocumentServer) -> None:
+    """A URL naming another port (22, 6379, an admin console's) was fetched like any other."""
+    production_ports = cimd.Fetcher(ssl_context=trusting(pki), allow=loopback_too, resolve=resolve_test_name)
+    assert production_ports.ports == frozenset({443})
+    for url in (documents.url("/good.json"), f"https://{NAME}:22/x.json", f"https://{NAME}:8443/x.json"):
+        assert await refused(production_ports, url) == "port"
+    assert documents.hits == []  # nothing was sent
+    explicit = f"https://{NAME}:443/x.json"  # 443 named is 443: past the port check (nothing listens)
+    assert await refused(production_ports, explicit) == "connect"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_every_fetch_is_charged_before_it_is_sent_and_a_failure_is_remembered(
+    pki: Pki, documents: DocumentServer
+) -> None:
+    """Only documents that were fetched and stored counted against the registration caps, after
+    the fetch: naming URLs that fail made fetches without end. Now each fetch is charged first,
+    per address and server-wide, success or not, and a failed URL is answered from memory."""
+    clock = Clock()
+    budget = FetchBudget(per_hour=3, per_address=2, clock=clock)
+    f = fetcher(pki, budget=budget)
+    a, b, c = (oauth.digest(ip) for ip in ("203.0.113.1", "203.0.113.2", "203.0.113.3"))
+    failing = documents.url("/mismatch.json")
+    assert await refused_for(f, failing, a) == "client_id"  # charged (a: 1, all: 1), and it failed
+    assert await refused_for(f, failing, a) == "failed_recently"  # from memory: not sent again
+    assert documents.hits == ["/mismatch.json"]
+    assert (await f.fetch(documents.url("/good.json"), a)).info  # a: 2, all: 2
+    assert await refused_for(f, documents.url("/flow.json"), a) == "address_cap"
+    assert (await f.fetch(documents.url("/flow.json"), b)).info  # b: 1, all: 3
+    assert await refused_for(f, documents.url("/authorize.json"), c) == "server_cap"
+    assert documents.hits == ["/mismatch.json", "/good.json", "/flow.json"]  # the refused: never sent
+    clock.now += 3601  # an hour on: the caps are back, the failure long forgotten
+    assert await refused_for(f, failing, c) == "client_id"
+    assert documents.hits[-1] == "/mismatch.json"
+
+
+async def refused_for(f: cimd.Fetcher, url: str, address: bytes) -> str:
+    with pytest.raises(DocumentError) as caught:
+        await f.fetch(url, address)
+    return caught.value.code
+
+
 # --- through the server ------------------------------------------------------------------------
+
+
+async def test_a_caller_naming_failing_documents_runs_out_of_fetches(
+    runtime: Runtime, pki: Pki, documents: DocumentServer
+) -> None:
+    """Through the app: the server gives its fetcher the registration caps, charged per fetch.
+    One address naming more failing document URLs than its cap gets that many fetches, no more."""
+    cap = runtime.settings.oauth_registrations_per_address
+    thread = ServerThread(runtime)
+    thread.server.config.app.oauth = OAuthServer(runtime, fetcher(pki))  # a budget of its own
+    _, challenge = flow.pkce()
+    with thread as s, catch_logs() as logs:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            for i in range(cap + 2):
+                url = documents.url(f"/missing-{i}.json")  # each a 404: a failed fetch
+                reply = await http.get(f"{flow.base_of(s.url)}/authorize", params=authorize(url, challenge))
+                assert reply.status_code == 400
+        logged = logs.requests_until(
+            lambda lines: (
+                sum(1 for x in lines if str(x.get("auth_reason", "")).startswith("cimd_")) >= cap + 2
+            )
+        )
+    assert len(documents.hits) == cap
+    reasons = [x["auth_reason"] for x in logged if str(x.get("auth_reason", "")).startswith("cimd_")]
+    assert reasons == ["cimd_status"] * cap + ["cimd_address_cap"] * 2
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,12 @@ fetches, checks and caches (the row in oauth_clients is the cache: `db.oauth.doc
 
 The fetch is made to a URL anyone chooses, from inside the deployment, so it is held tight:
 
-- https only, checked against the trust `ssl_context` holds (the system's by default; tests
-  pass a context that trusts their own CA: verification is never turned off);
+- https only, to port 443 only (`ports`: a URL naming another port, 22 or 6379 on some host,
+  is refused without a connection), checked against the trust `ssl_context` holds (the system's
+  by default; tests pass a context that trusts their own CA: verification is never turned off);
+- charged before anything is sent, against the caps a registration has, per caller address
+  and server-wide, whether the fetch then succeeds or not; a URL whose fetch failed is refused
+  from memory for a minute (`fetch_budget.FetchBudget`, which the OAuth server gives its fetcher);
 - the host's DNS answers are checked before connecting (`public_address`: no loopback,
   private, link-local, multicast, reserved or cloud metadata address, including IPv4 hidden
   in an IPv6 one), any refused answer refuses the fetch, and the connection is made to the
@@ -17,8 +21,8 @@ The fetch is made to a URL anyone chooses, from inside the deployment, so it is 
 - the document must be a JSON object whose `client_id` equals the URL exactly, and only the
   fields this server uses are kept (`document_client`).
 
-`allow` and `resolve` are parameters so that tests can serve documents from 127.0.0.1 (the
-default refuses it)."""
+`allow`, `resolve` and `ports` are parameters so that tests can serve documents from
+127.0.0.1 on a port of their own (the defaults refuse both)."""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from pydantic import AnyUrl, ValidationError
 
 from sessionvault.core import oauth
 from sessionvault.errors import DocumentError
+from sessionvault.server.oauth.fetch_budget import FetchBudget
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 AddressPolicy = Callable[[IPAddress], bool]
@@ -101,11 +106,27 @@ class Fetcher:
     resolve: Resolver = system_resolver
     timeout_s: float = TIMEOUT_S
     max_bytes: int = MAX_BYTES
+    ports: frozenset[int] = frozenset({443})
+    budget: FetchBudget | None = None  # None: uncharged (a fetcher on its own, in a test)
 
-    async def fetch(self, url: str) -> Document:
+    async def fetch(self, url: str, address: bytes | None = None) -> Document:
+        """The document at `url`, fetched for the caller at `address` (its salted hash), or
+        DocumentError; nothing is sent before the URL, its port and the budget pass."""
         problem = oauth.metadata_document_url_problem(url)
         if problem:
             raise DocumentError("url", problem)
+        if (urlsplit(url).port or 443) not in self.ports:
+            raise DocumentError("port", "only port 443 is fetched")
+        if self.budget is None:
+            return await self._fetch(url)
+        self.budget.charge(url, address)
+        try:
+            return await self._fetch(url)
+        except DocumentError as exc:
+            self.budget.failed(url, exc.code)
+            raise
+
+    async def _fetch(self, url: str) -> Document:
         try:
             with anyio.fail_after(self.timeout_s):
                 headers, body = await self._get(url)

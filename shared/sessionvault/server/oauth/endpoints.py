@@ -50,6 +50,7 @@ from sessionvault.server.admission import guard
 from sessionvault.server.edge import body_text_problem, read_body, replaying
 from sessionvault.server.oauth import cimd, consent
 from sessionvault.server.oauth.client_auth import HashedSecretAuthenticator, basic_credentials
+from sessionvault.server.oauth.fetch_budget import FetchBudget
 from sessionvault.server.oauth.provider import AUTH_METHODS, Provider
 from sessionvault.server.text_checks import NUL_OR_SURROGATE
 from sessionvault.settings import Settings
@@ -256,6 +257,8 @@ class OAuthServer:
         self.rt = rt
         if fetcher is None and rt.settings.oauth_client_documents:
             fetcher = cimd.Fetcher()
+        if fetcher is not None and fetcher.budget is None:  # every fetch a server makes is charged
+            fetcher.budget = FetchBudget.from_settings(rt.settings)
         self.fetcher = fetcher  # None: no metadata documents (settings.oauth_client_documents)
 
     def serves(self, path: str, base: str) -> bool:

@@ -102,7 +102,7 @@ class Provider:
             self.problem = "cimd_disabled"
             return None
         try:
-            document = await self.fetcher.fetch(client_id)
+            document = await self.fetcher.fetch(client_id, self.address)  # charged before it is sent
         except DocumentError as exc:
             self.problem = f"cimd_{exc.code}"
             return None
