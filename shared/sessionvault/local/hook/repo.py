@@ -19,8 +19,10 @@ from pathlib import Path
 from sessionvault.core.repos import remote_identity
 
 # Reading local git metadata is fast; a hung git (network filesystem, credential helper)
-# must not stall a hook or a tool call.
-_GIT_TIMEOUT_S = 2.0
+# must not stall a hook or a tool call. Read at each call, so that a test can raise it: a test
+# of what git reports must not depend on a loaded machine meeting this deadline (it did not:
+# drift came back empty and the test failed), only a test of the deadline itself may.
+GIT_TIMEOUT_S = 2.0
 
 
 def current_repo(cwd: Path | None = None) -> str:
@@ -125,7 +127,7 @@ def _git(where: Path, *args: str) -> str | None:
             text=True,
             encoding="utf-8",
             errors="replace",
-            timeout=_GIT_TIMEOUT_S,
+            timeout=GIT_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):

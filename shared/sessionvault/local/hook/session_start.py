@@ -197,12 +197,14 @@ def session_context(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-    timeout: float = TIMEOUT_S,
+    timeout: float | None = None,
     client: str = "",
 ) -> str:
     """The markdown for the latest session of the repo at `cwd`, or a one-line note. Never raises.
-    `client` (the hook's --client) decides which handoffs are open for this client."""
+    `client` (the hook's --client) decides which handoffs are open for this client. `timeout`:
+    TIMEOUT_S, read at the call (a test that is not about the deadline raises it)."""
     started = time.monotonic()
+    timeout = TIMEOUT_S if timeout is None else timeout
     env = os.environ if env is None else env
     try:
         cfg = config.load(env)
@@ -277,7 +279,7 @@ def session_start(
     *,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
-    timeout: float = TIMEOUT_S,
+    timeout: float | None = None,
 ) -> str:
     """The hook's whole stdout for `client`. Never raises."""
     try:

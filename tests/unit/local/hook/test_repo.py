@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -178,6 +180,27 @@ def test_drift_counts_commits_and_changed_files_since_a_commit(tmp_path: Path) -
     assert repo.drift_since(saved[:9], checkout) == repo.Drift(
         saved[:9], head, "main", True, 2, 4, drift.files
     )
+
+
+def test_what_git_reports_is_tested_even_when_git_is_slower_than_the_hooks_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loaded machine, played by a git that takes longer than the hook's 2 s per call: the
+    drift test failed on one (git timed out, drift came back unknown). The deadline a test of
+    git's answers runs under is the test's (conftest.py raises GIT_TIMEOUT_S), never the
+    machine's speed."""
+    assert repo.GIT_TIMEOUT_S > 2.0  # this folder's conftest: the test controls the deadline
+    checkout = _git_repo(tmp_path / "slow")
+    saved = _commit_files(checkout, {"a.py": "1"})
+    _commit_files(checkout, {"a.py": "2"})
+    real = shutil.which("git")
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nsleep 2.2\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    drift = repo.drift_since(saved, checkout)
+    assert drift is not None and (drift.known, drift.commits, drift.files) == (True, 1, ("a.py",))
 
 
 def test_drift_names_a_few_files_and_counts_the_rest(tmp_path: Path) -> None:

@@ -14,8 +14,19 @@ from sessionvault.local.hook.capture import opencode
 
 FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "transcripts" / "opencode-1.18.33"
 DB = FIXTURE / "opencode.db"
-SESSION_ID = "ses_dccd4147effe2CHeSjhgisBG6t"
-PROJECT = "/home/user/project"
+
+
+def _recorded_session() -> tuple[str, str]:
+    """The id and folder of the one session the recorded run made, read from the fixture itself:
+    re-recording it (make_fixture.py) gives a new id, and no test may hold the old one."""
+    with sqlite3.connect(f"{DB.resolve().as_uri()}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT id, directory FROM session WHERE parent_id IS NULL").fetchall()
+    conn.close()
+    assert len(rows) == 1, f"the fixture should hold exactly one top-level session: {rows}"
+    return rows[0][0], rows[0][1]
+
+
+SESSION_ID, PROJECT = _recorded_session()
 MARKER = "sv-marker-opencode-1f8e2d"
 FAILING_COMMAND = "python3 -c \"raise SystemExit('sv-boom: widget config missing')\""
 LATEST_MIGRATION = "20260622202450_simplify_session_input"
