@@ -9,6 +9,11 @@
     GET  /web/activity         the account's recent audit rows
     GET  /web/keys             the account's keys
     POST /web/keys/revoke      key, csrf, step=confirm (a confirmation page) | step=revoke (needs delete)
+    GET  /web/members          workspace: its members, for its owners (docs/teams.md)
+    POST /web/members/change   workspace, action=add|role|remove, person, role, csrf, step=confirm | apply
+
+The list, session and versions pages take `workspace` (a workspace the person belongs to; absent:
+their personal space); one they do not belong to reads as one that does not exist (404).
 
 Every signed-in request is admitted again through the admission statement (the key's SHA-256
 from the sealed cookie: tenant, rate limit, audit row under the page's name) and needs the read
@@ -29,14 +34,14 @@ import psycopg
 import psycopg_pool
 from starlette.types import Receive, Scope, Send
 
-from sessionvault.errors import ErrorClass, NotFound, VaultError
+from sessionvault.errors import ErrorClass, NotFound, VaultError, WorkspaceDenied
 from sessionvault.runtime import Runtime
 from sessionvault.server.admission import guard
 from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.call import Call
 from sessionvault.server.web.form import read_form
 from sessionvault.server.web.gate import Gate
-from sessionvault.server.web.handlers import history, keys, listing, session, signin, versions
+from sessionvault.server.web.handlers import history, keys, listing, members, session, signin, versions
 from sessionvault.server.web.pages.layout import message
 from sessionvault.server.web.responses import refusal
 from sessionvault.telemetry import RequestLog
@@ -53,6 +58,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", PREFIX + "/activity"): "web/activity",
     ("GET", PREFIX + "/keys"): "web/keys",
     ("POST", PREFIX + "/keys/revoke"): "web/keys.revoke",
+    ("GET", PREFIX + "/members"): "web/members",
+    ("POST", PREFIX + "/members/change"): "web/members.change",
 }
 PATHS = frozenset(path for _, path in ROUTES)
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
@@ -69,6 +76,8 @@ HANDLERS: dict[str, Handler] = {
     PREFIX + "/activity": history.activity_page,
     PREFIX + "/keys": keys.keys_page,
     PREFIX + "/keys/revoke": keys.revoke,
+    PREFIX + "/members": members.members_page,
+    PREFIX + "/members/change": members.change,
 }
 
 
@@ -106,6 +115,8 @@ class Web:
             await HANDLERS[path](self.gate, call, send)
         except VaultError as exc:
             status = 404 if isinstance(exc, NotFound) else STATUS.get(exc.error_class, 400)
+            if isinstance(exc, WorkspaceDenied):  # not a member reads as no such workspace, as on the API
+                status = 404 if exc.role is None else 403
             log.status, log.error_class = status, exc.error_class
             chrome = call.signed.chrome if call.signed else None
             page = message(chrome, call.root, "That did not work", str(exc))

@@ -1,6 +1,7 @@
 """The handlers of the account's history pages, each a list of rows read for the signed-in user:
-GET /web/handoffs (every offer, newest first, with its state as the tools report it) and GET
-/web/activity (the most recent audit rows)."""
+GET /web/handoffs (the open offers to them across their spaces, then every offer of their
+personal space, newest first, with its state as the tools report it) and GET /web/activity (the
+most recent audit rows)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages.activity import activity
 from sessionvault.server.web.pages.handoffs import handoffs as offers_page
 from sessionvault.server.web.pages.layout import Chrome
+from sessionvault.server.web.pages.spaces import offers_to_you
 from sessionvault.server.web.responses import send_page
-from sessionvault.service import account
+from sessionvault.service import account, workspace_view
 
 OFFERS = 200
 ACTIVITY_ROWS = 100
@@ -24,14 +26,13 @@ Rows = list[dict[str, Any]]
 
 
 async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
-    await _rows_page(
-        gate,
-        call,
-        send,
-        "handoffs",
-        lambda user: account.offers(gate.rt.db, user, limit=OFFERS),
-        offers_page,
-    )
+    signed = await gate.required(call, send, "handoffs")
+    if signed is None:
+        return
+    user, key_hash = signed.who.user_id, signed.session.key_hash
+    to_you = await run(lambda: workspace_view.offers_to_me(gate.rt.db, key_hash))
+    rows = await run(lambda: account.offers(gate.rt.db, user, limit=OFFERS))
+    await send_page(call, send, offers_page(signed.chrome, rows, to_you=offers_to_you(signed.chrome, to_you)))
 
 
 async def activity_page(gate: Gate, call: Call, send: Send) -> None:

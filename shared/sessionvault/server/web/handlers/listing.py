@@ -1,7 +1,8 @@
 """The list page's handler (GET /): the newest sessions, grouped by repository (or one
 repository's, a page at a time), or, with search words, the vault's search; when no embedding
 provider answers, the recent sessions whose name or preview holds every word, and a notice
-saying so."""
+saying so. In the personal space, or in `workspace` (one the person belongs to), with the
+switcher between their spaces above."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from sessionvault.server.web.call import Call, run
 from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import listing
 from sessionvault.server.web.pages.layout import link
+from sessionvault.server.web.pages.spaces import switcher
 from sessionvault.server.web.responses import send_page
+from sessionvault.service import workspace_view
 from sessionvault.service.principal import Principal
 
 LISTED = 100  # sessions a page lists (older ones: the next page)
@@ -30,41 +33,44 @@ async def home(gate: Gate, call: Call, send: Send) -> None:
     signed = await gate.required(call, send, "sessions")
     if signed is None:
         return
-    q, repo, cursor = (
+    q, repo, cursor, ws = (
         call.query.get("q", "").strip(),
         call.query.get("repo", ""),
         call.query.get("cursor", ""),
+        call.query.get("workspace", ""),
     )
-    listed = await run(
-        lambda: gate.rt.vault.list(
-            signed.who, records.parse(records.ListArgs, {"repo": repo, "limit": LISTED, "cursor": cursor})
-        )
-    )
+    asked = {"repo": repo, "limit": LISTED, "cursor": cursor, "workspace": ws}
+    listed = await run(lambda: gate.rt.vault.list(signed.who, records.parse(records.ListArgs, asked)))
     shown: list[dict[str, Any]] = listed["sessions"]
     canonical = records.parse(records.ListArgs, {"repo": repo}).repo
     every = shown
     if canonical or cursor:  # the repo choices come from the newest sessions of every repo
-        newest = await run(lambda: gate.rt.vault.list(signed.who, records.ListArgs(limit=LISTED)))
+        recent = records.ListArgs(limit=LISTED, workspace=ws)
+        newest = await run(lambda: gate.rt.vault.list(signed.who, recent))
         every = newest["sessions"]
     repos = list(dict.fromkeys(s["repo"] for s in every))
-    form = listing.search_form(signed.chrome, q, canonical, repos)
+    spaces = await run(lambda: workspace_view.spaces(gate.rt.vault.spaces, signed.who))
+    form = switcher(signed.chrome, spaces, ws) + listing.search_form(signed.chrome, q, canonical, repos, ws)
     if q:
-        hits, notice = await _search(gate, signed.who, q, canonical, shown)
-        body = listing.search_results(signed.chrome, q, hits, form=form, notice=notice)
+        hits, notice = await _search(gate, signed.who, q, canonical, shown, ws)
+        body = listing.search_results(signed.chrome, q, hits, form=form, notice=notice, workspace=ws)
     else:
         groups: dict[str, list[dict[str, Any]]] = {}
         for s in shown:
             groups.setdefault(s["repo"], []).append(s)
         following = listed["next_cursor"]
-        older = link(call.root, "/", repo=canonical, cursor=following) if following else ""
-        body = listing.sessions(signed.chrome, list(groups.items()), form=form, repo=canonical, older=older)
+        older = link(call.root, "/", repo=canonical, cursor=following, workspace=ws) if following else ""
+        body = listing.sessions(
+            signed.chrome, list(groups.items()), form=form, repo=canonical, older=older, workspace=ws
+        )
     await send_page(call, send, body)
 
 
 async def _search(
-    gate: Gate, who: Principal, q: str, repo: str, recent: list[dict[str, Any]]
+    gate: Gate, who: Principal, q: str, repo: str, recent: list[dict[str, Any]], workspace: str
 ) -> tuple[list[dict[str, Any]], str]:
-    args = records.parse(records.SearchArgs, {"query": q, "repo": repo, "max_results": SEARCHED})
+    asked = {"query": q, "repo": repo, "max_results": SEARCHED, "workspace": workspace}
+    args = records.parse(records.SearchArgs, asked)
     try:
         found = await run(lambda: gate.rt.vault.search(who, args))
     except ProviderUnavailable:

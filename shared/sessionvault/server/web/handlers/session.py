@@ -1,6 +1,7 @@
-"""The session page's handler (GET /web/session?name=&version=): one saved version, loaded
-through the vault as load_session loads it (the latest when no version is named); a session or
-version the caller does not have is a 404 page."""
+"""The session page's handler (GET /web/session?name=&version=&workspace=): one saved version,
+loaded through the vault as load_session loads it (the latest when no version is named), in
+the personal space or the workspace named; a session or version the caller does not have, or a
+workspace they do not belong to, is a 404 page."""
 
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ async def session_page(gate: Gate, call: Call, send: Send) -> None:
         return
     args = records.parse(
         records.LoadArgs,
-        {"name": params.session_name(call.query), "version": params.number(call.query, "version", 0)},
+        {
+            "name": params.session_name(call.query),
+            "version": params.number(call.query, "version", 0),
+            "workspace": call.query.get("workspace", ""),
+        },
     )
     loaded = await run(lambda: gate.rt.vault.load(signed.who, args))
     if not loaded.get("found"):

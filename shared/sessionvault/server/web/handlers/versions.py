@@ -1,6 +1,7 @@
-"""The versions page's handler (GET /web/versions?name=&a=&b=): the versions a session keeps,
-read as the export reads them, and the diff from version a to version b (by default the last
-two); a version the session does not keep is refused, naming the ones it does."""
+"""The versions page's handler (GET /web/versions?name=&a=&b=&workspace=): the versions a
+session keeps (in the personal space or the workspace named), read as the export reads them,
+and the diff from version a to version b (by default the last two); a version the session does
+not keep is refused, naming the ones it does."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from sessionvault.server.web.call import Call, run
 from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import versions
 from sessionvault.server.web.responses import send_page
-from sessionvault.service import portability
+from sessionvault.service import workspace_view
 
 
 async def versions_page(gate: Gate, call: Call, send: Send) -> None:
     signed = await gate.required(call, send, "sessions")
     if signed is None:
         return
-    name = params.session_name(call.query)
-    line = await run(lambda: portability.export_session(gate.rt.vault, signed.who, name))
+    name, workspace = params.session_name(call.query), call.query.get("workspace", "")
+    line = await run(lambda: workspace_view.session_versions(gate.rt.vault, signed.who, name, workspace))
     entries: list[dict[str, Any]] = line["versions"]
     if not entries:
         raise NotFound(f"no session named {name!r}")
@@ -35,4 +36,5 @@ async def versions_page(gate: Gate, call: Call, send: Send) -> None:
         raise ValidationFailed(f"session {name!r} keeps versions {kept} only")
     by_number = {int(v["version"]): v["record"] for v in entries}
     diffs = diff.compare(by_number[a], by_number[b])
-    await send_page(call, send, versions.versions(signed.chrome, name, entries, a, b, diffs))
+    page = versions.versions(signed.chrome, name, entries, a, b, diffs, workspace=workspace)
+    await send_page(call, send, page)

@@ -1,5 +1,6 @@
-"""The handoffs page: every handoff the account offered, newest first, and its state (open until
-when, accepted by which client with which key, or expired)."""
+"""The handoffs page: the open handoffs offered to the person across their spaces (`to_you`,
+pages/spaces.py), then every handoff of their personal space, newest first, and its state (open
+until when, accepted by which client with which key, or expired)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from sessionvault.server.web.pages.layout import NO_REPO, Chrome, e, handoff_badge, page, when
 
 
-def handoffs(chrome: Chrome, offers: Sequence[Mapping[str, Any]]) -> bytes:
+def handoffs(chrome: Chrome, offers: Sequence[Mapping[str, Any]], to_you: str = "") -> bytes:
     if not offers:
         content = '<p class="none">No handoffs offered yet (save_session with handoff=true offers one).</p>'
     else:
@@ -27,4 +28,7 @@ def handoffs(chrome: Chrome, offers: Sequence[Mapping[str, Any]]) -> bytes:
             '<th scope="col">Version</th><th scope="col">Repository</th><th scope="col">Offered</th>'
             f'<th scope="col">State</th></tr></thead><tbody>{rows}</tbody></table>'
         )
+    if to_you:
+        mine = '<h2 id="offered">Every handoff of your personal space</h2>'
+        content = f'{to_you}<section aria-labelledby="offered">{mine}{content}</section>'
     return page(chrome, "Handoffs", content)

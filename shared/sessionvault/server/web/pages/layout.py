@@ -99,6 +99,8 @@ def handoff_badge(offered: Mapping[str, Any] | None) -> str:
     state = str(offered.get("state", ""))
     badge = f'<span class="badge {e(state)}">{e(state)}</span>'
     to = f" to <strong>{e(offered['to_client'])}</strong>" if offered.get("to_client") else ""
+    for key, word in (("to_person", "to"), ("offered_by", "from")):  # a teammate's offer (docs/teams.md)
+        to += f" {word} <strong>{e(offered[key])}</strong>" if offered.get(key) else ""
     if state == "accepted":
         by = e(offered.get("accepted_by") or "an unnamed client")
         key = f" (with <code>{e(offered['accepted_with'])}</code>)" if offered.get("accepted_with") else ""

@@ -1,6 +1,7 @@
 """The list page at `/`: the search form, the recent sessions grouped by repository (each with
 its version, client, save time and handoff state, and a link to older ones), and the search
-results that replace the groups when the form has words in it."""
+results that replace the groups when the form has words in it. Every link and form keeps the
+space shown (`workspace`; a listed session of a workspace carries its name)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ _SESSION_HEAD = (
 def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> str:
     rows = []
     for s in sessions:
-        href = chrome.url("/web/session", name=s["name"])
+        href = chrome.url("/web/session", name=s["name"], workspace=s.get("workspace", ""))
         preview = f'<span class="preview">{e(s["preview"])}</span>' if s.get("preview") else ""
         unverified = (
             ' <span class="muted">(listing not verified: open it)</span>' if s.get("unverified") else ""
@@ -43,7 +44,7 @@ def _score(hit: Mapping[str, Any]) -> str:
     return e(str(hit["score"])) if "score" in hit else '<span class="none">text match</span>'
 
 
-def search_form(chrome: Chrome, q: str, repo: str, repos: Sequence[str]) -> str:
+def search_form(chrome: Chrome, q: str, repo: str, repos: Sequence[str], workspace: str = "") -> str:
     options = '<option value="">All repositories</option>' + "".join(
         f'<option value="{e(r)}"{" selected" if r == repo else ""}>{e(r or NO_REPO)}</option>'
         for r in repos
@@ -54,7 +55,9 @@ def search_form(chrome: Chrome, q: str, repo: str, repos: Sequence[str]) -> str:
         '<label for="q">Search sessions</label>'
         f'<input type="search" id="q" name="q" value="{e(q)}" maxlength="1000">'
         f'<label for="repo">Repository</label><select id="repo" name="repo">{options}</select>'
-        '<button type="submit">Search</button></form>'
+        '<button type="submit">Search</button>'
+        + (f'<input type="hidden" name="workspace" value="{e(workspace)}">' if workspace else "")
+        + "</form>"
     )
 
 
@@ -65,12 +68,13 @@ def sessions(
     form: str,
     repo: str,
     older: str,
+    workspace: str = "",
 ) -> bytes:
     parts = [form]
     if repo:
         parts.append(
             f"<p>Showing <strong>{e(repo)}</strong> only. "
-            f'<a href="{e(chrome.url("/"))}">All repositories</a></p>'
+            f'<a href="{e(chrome.url("/", workspace=workspace))}">All repositories</a></p>'
         )
     if not groups:
         parts.append(
@@ -78,7 +82,7 @@ def sessions(
         )
     for n, (name, entries) in enumerate(groups, start=1):
         heading = e(name or NO_REPO)
-        filtered = chrome.url("/", repo=name) if name else ""
+        filtered = chrome.url("/", repo=name, workspace=workspace) if name else ""
         more = (
             f' <a href="{e(filtered)}" class="muted">only this repository</a>'
             if filtered and not repo
@@ -95,14 +99,15 @@ def sessions(
 
 
 def search_results(
-    chrome: Chrome, q: str, hits: Sequence[Mapping[str, Any]], *, form: str, notice: str
+    chrome: Chrome, q: str, hits: Sequence[Mapping[str, Any]], *, form: str, notice: str, workspace: str = ""
 ) -> bytes:
     told = f'<p class="notice" role="status">{e(notice)}</p>' if notice else ""
     if not hits:
         body = '<p class="none">Nothing matched.</p>'
     else:
         rows = "".join(
-            f'<tr><td><a href="{e(chrome.url("/web/session", name=h["name"]))}">{e(h["name"])}</a>'
+            f'<tr><td><a href="{e(chrome.url("/web/session", name=h["name"], workspace=workspace))}">'
+            f"{e(h['name'])}</a>"
             f'<span class="preview">{e(h.get("summary") or h.get("preview") or "")}</span></td>'
             f"<td>{e(h.get('repo') or NO_REPO)}</td><td>{e(str(h.get('version', '')))}</td>"
             f"<td>{_score(h)}</td></tr>"
@@ -114,5 +119,5 @@ def search_results(
             "</tr></thead>"
             f"<tbody>{rows}</tbody></table>"
         )
-    back = f'<p><a href="{e(chrome.url("/"))}">All sessions</a></p>'
+    back = f'<p><a href="{e(chrome.url("/", workspace=workspace))}">All sessions</a></p>'
     return page(chrome, "Search", form + told + body + back)

@@ -1,6 +1,7 @@
 """The session page: one saved version as readable sections (summary, plan, decisions with
 their reasons, todos, files, errors, tried), with its repository, client, branch and commit,
-its handoff state, and links to its other versions and to the comparison page."""
+its handoff state, and links to its other versions and to the comparison page; in a workspace,
+which one (and every link stays in it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sessionvault.server.web.pages.layout import NO_REPO, Chrome, current, e, handoff_badge, page, when
+from sessionvault.server.web.pages.spaces import in_space
 from sessionvault.server.web.sections import SECTIONS, decision_text
 
 
@@ -61,7 +63,7 @@ def record_sections(record: Mapping[str, Any]) -> str:
 
 
 def session(chrome: Chrome, loaded: Mapping[str, Any]) -> bytes:
-    name = str(loaded["name"])
+    name, workspace = str(loaded["name"]), str(loaded.get("workspace") or "")
     version, latest = loaded["version"], loaded.get("latest_version", loaded["version"])
     facts = [
         f"<strong>{e(loaded.get('repo') or NO_REPO)}</strong>",
@@ -74,12 +76,13 @@ def session(chrome: Chrome, loaded: Mapping[str, Any]) -> bytes:
         if loaded.get(anchor):
             facts.append(f"{anchor} <code>{e(str(loaded[anchor]))}</code>")
     links = "".join(
-        f'<li><a href="{e(chrome.url("/web/session", name=name, version=v))}"'
+        f'<li><a href="{e(chrome.url("/web/session", name=name, version=v, workspace=workspace))}"'
         f"{current(v == version)}>version {e(str(v))}</a></li>"
         for v in loaded.get("versions") or []
     )
-    compare = chrome.url("/web/versions", name=name)
+    compare = chrome.url("/web/versions", name=name, workspace=workspace)
     content = (
+        f"{in_space(chrome, workspace)}"
         f'<p class="meta">{" · ".join(facts)}</p>'
         f"<p>Handoff: {handoff_badge(loaded.get('handoff'))}</p>"
         f'<nav aria-label="Versions" class="versions"><h2>Versions</h2><ul>{links}</ul>'

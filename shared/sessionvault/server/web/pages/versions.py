@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sessionvault.server.web.pages.layout import Chrome, e, handoff_badge, page, when
+from sessionvault.server.web.pages.spaces import in_space
 from sessionvault.server.web.sections import SectionDiff
 
 
@@ -46,10 +47,15 @@ def versions(
     a: int,
     b: int,
     diffs: Sequence[SectionDiff],
+    workspace: str = "",
 ) -> bytes:
     numbers = [int(v["version"]) for v in entries]
+
+    def opened(version: object) -> str:
+        return chrome.url("/web/session", name=name, version=version, workspace=workspace)
+
     rows = "".join(
-        f'<tr><td><a href="{e(chrome.url("/web/session", name=name, version=v["version"]))}">'
+        f'<tr><td><a href="{e(opened(v["version"]))}">'
         f"version {e(str(v['version']))}</a></td>"
         f"<td>{when(v.get('saved_at'))}</td><td>{e(str(v.get('record', {}).get('client') or ''))}</td>"
         f"<td>{handoff_badge(v.get('handoff'))}</td></tr>"
@@ -63,13 +69,16 @@ def versions(
     form = (
         f'<form method="get" action="{e(chrome.url("/web/versions"))}" class="search panel">'
         f'<input type="hidden" name="name" value="{e(name)}">'
-        f'<label for="a">From</label><select id="a" name="a">{_version_options(numbers, a)}</select>'
+        + (f'<input type="hidden" name="workspace" value="{e(workspace)}">' if workspace else "")
+        + f'<label for="a">From</label><select id="a" name="a">{_version_options(numbers, a)}</select>'
         f'<label for="b">To</label><select id="b" name="b">{_version_options(numbers, b)}</select>'
         '<button type="submit">Compare</button></form>'
     )
     changes = "".join(_diff_section(d) for d in diffs)
     content = (
-        f'<p><a href="{e(chrome.url("/web/session", name=name))}">Back to the session</a></p>{table}{form}'
+        f"{in_space(chrome, workspace)}"
+        f'<p><a href="{e(opened(""))}">Back to the session</a></p>'
+        f"{table}{form}"
         '<section class="card" aria-labelledby="changes">'
         f'<h2 id="changes">Changes from version {a} to version {b}</h2>'
         f"{changes}</section>"
