@@ -7,8 +7,8 @@
     .venv/bin/python -m benchmarks.run --only embed
     .venv/bin/python -m benchmarks.run --only redaction
 
-Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak, blas,
-redaction.
+Sections: coldstart, roundtrips, latency (with throughput), recall, hook, embed, keepalive, soak, crowd,
+blas, redaction.
 The seeded database (benchmarks/seed.py) lives in a cache folder and is reused while its parameters and the
 migrations are unchanged. The server is measured through its public pieces only (open_runtime,
 SessionVaultApp, Settings, create_user/create_key) and over HTTP; the database round trips are
@@ -16,8 +16,9 @@ counted by a proxy (tests/support/pgproxy.py) between the server and PostgreSQL.
 capture hook on long transcripts, benchmarks/hook.py) needs no seeded data: it runs its own
 server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded database.
 `embed` (the local embedding model, numpy beside torch: benchmarks/embed.py) needs no database.
-`keepalive` and `soak` (benchmarks/steady.py: the server as `sessionvault serve` runs it, kept-alive
-against new connections; saves beside a busy process) run on an embedded PostgreSQL of their own;
+`keepalive`, `soak` and `crowd` (benchmarks/steady.py: the server as `sessionvault serve` runs it,
+kept-alive against new connections; saves beside a busy process; 64 clients against
+back-pressure) run on an embedded PostgreSQL of their own;
 `blas` (the embedder's BLAS threads, benchmarks/blas.py) needs no database; nor does `redaction`
 (secret scrubbing on the redaction corpus, benchmarks/redaction.py)."""
 
@@ -32,7 +33,8 @@ import warnings
 from .common import header, load
 
 SECTIONS = (
-    "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "blas", "redaction"
+    "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
+    "redaction",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "blas", "redaction"):
+        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "crowd", "blas", "redaction"):
             if name not in wanted:
                 continue
             try:
@@ -119,6 +121,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .blas import blas_threads
 
         blas_threads()
+    elif name == "crowd":
+        from .steady import crowd
+
+        crowd()
     elif name == "soak":
         from .steady import soak
 

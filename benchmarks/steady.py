@@ -225,3 +225,76 @@ def _saving(served: Served, seconds: float) -> tuple[float, list[float], int]:
     for t in threads:
         t.join()
     return len(samples) / seconds, samples, errors
+
+
+# --- back-pressure: a crowd of clients ------------------------------------------------------
+
+CROWDS = (64, 160)  # below and past the gate's bound: 16 at work + 64 waiting (local/host/pressure.py)
+
+
+def crowd(seconds: float = 10.0) -> None:
+    """Many clients saving at once: what the server answers past its bound (pressure.Gate)."""
+    section(
+        f"Back-pressure: {' and '.join(map(str, CROWDS))} clients saving at once (16 users, kept-alive)",
+        f"{RUN} --only crowd",
+        f"back to back for {seconds:g} s after 1 s of warm-up; a client answered 503 waits its Retry-After.",
+        "Before back-pressure (issue 29's soak): no 503 ever, loads waited 6-21 s, saves up to 65 s.",
+    )
+    with own_server(users=16) as served:
+        print(f"   {'clients':>7} {'answer':>8} {'count':>7} {'p50':>9} {'p95':>9} {'max':>9}")
+        for clients in CROWDS:
+            answered = _crowd(served, clients, seconds)
+            for status, samples in sorted(answered.items()):
+                label = {0: "no reply", 200: "200", 503: "503"}.get(status, str(status))
+                print(
+                    f"   {clients:7d} {label:>8} {len(samples):7d} {ms(p50(samples))} ms"
+                    f" {ms(p95(samples))} ms {ms(max(samples))} ms"
+                )
+            every = [s for samples in answered.values() for s in samples]
+            rate = len(answered.get(200, [])) / seconds
+            print(
+                f"   {clients:7d} saves acknowledged: {rate:.1f}/s; the longest any client waited for an"
+                f" answer: {max(every) if every else 0:.2f} s"
+            )
+
+
+def _crowd(served: Served, clients: int, seconds: float) -> dict[int, list[float]]:
+    where = urlsplit(served.url)
+    answered: dict[int, list[float]] = {}
+    lock = threading.Lock()
+    count_from = time.perf_counter() + 1.0
+    stop_at = count_from + seconds
+
+    def connect() -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port or 80, timeout=120)
+
+    def client(n: int, key: str) -> None:
+        conn = connect()
+        i = 0
+        while (now := time.perf_counter()) < stop_at:
+            i += 1
+            body = rpc("save_session", {"name": f"crowd-{n}-{i % 4}", "summary": f"client {n} pass {i}"})
+            try:
+                conn.request("POST", where.path, body=body, headers=headers(key))
+                reply = conn.getresponse()
+                reply.read()
+                status, wait = reply.status, float(reply.getheader("Retry-After") or 0)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                conn = connect()
+                status, wait = 0, 0.0
+            if now >= count_from:
+                with lock:
+                    answered.setdefault(status, []).append(time.perf_counter() - now)
+            if status == 503:
+                time.sleep(wait)
+        conn.close()
+
+    threads = [
+        threading.Thread(target=client, args=(n, served.keys[n % len(served.keys)])) for n in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answered
