@@ -20,7 +20,11 @@ server on its own embedded PostgreSQL, and alone (`--only hook`) opens no seeded
 kept-alive against new connections; saves beside a busy process; 64 clients against
 back-pressure) run on an embedded PostgreSQL of their own;
 `blas` (the embedder's BLAS threads, benchmarks/blas.py) needs no database; nor does `redaction`
-(secret scrubbing on the redaction corpus, benchmarks/redaction.py)."""
+(secret scrubbing on the redaction corpus, benchmarks/redaction.py).
+`fleet` (benchmarks/fleet.py: warm-Lambda stand-ins behind PgBouncer in transaction mode) runs on
+an embedded PostgreSQL of its own; `million` (benchmarks/million.py: load, list, search and recall
+at 100,000 and at BENCH_MILLION_SESSIONS, default 300,000) opens seed.py's database and a larger
+one of its own (benchmarks/seed_scaled.py), each cached."""
 
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction",
+    "redaction", "fleet", "million",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"roundtrips", "latency"} & set(wanted):
             ctx = _context(seeded)
-        for name in (*SEEDED, "hook", "embed", "keepalive", "soak", "crowd", "blas", "redaction"):
+        for name in SECTIONS[1:]:  # coldstart ran above
             if name not in wanted:
                 continue
             try:
@@ -133,6 +137,14 @@ def _section(name: str, ctx, seeded) -> None:
         from .redaction import redaction_figures
 
         redaction_figures()
+    elif name == "fleet":
+        from .fleet import fleet
+
+        fleet()
+    elif name == "million":
+        from .million import million
+
+        million()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":
