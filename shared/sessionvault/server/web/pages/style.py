@@ -52,4 +52,17 @@ STYLE = (
     ".card h2{margin-top:.35rem}time,.nowrap{white-space:nowrap;word-break:normal}"
     ".versions [aria-current=page]{font-weight:700;text-decoration:none;color:var(--fg)}"
     ".versions ul{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;list-style:none;padding:0;margin:.25rem 0}"
+    # A phone (390 px): nothing may make the page wider than the screen. Long unbroken text
+    # (names, repos, keys, paths, URLs) wraps where it must; in a table only where a line
+    # overflows (break-word keeps a column as wide as its longest word: `anywhere` squeezed
+    # columns to a letter each); a control is never wider than its box; and below 40rem the
+    # chrome tightens and a table that still does not fit scrolls inside its own box instead of
+    # widening the page (tests/browser/test_web_phone.py).
+    "h1,h2,h3,p,li,dd,dt,caption,strong,a,label,.preview{overflow-wrap:anywhere}"
+    "td,th,table :is(p,li,strong,a,label,.preview){overflow-wrap:break-word}"
+    "input,select,button{max-width:100%}main{min-width:0}"
+    "@media (max-width:40rem){.top{padding:.6rem .9rem;gap:.4rem 1rem}.top ul{flex-wrap:wrap;gap:.35rem 1rem}"
+    "main{padding:1rem .75rem}h1{font-size:1.35rem}section.card,form.panel{padding:.6rem .8rem}"
+    "table{display:block;overflow-x:auto;max-width:100%}th,td{padding:.4rem .45rem}"
+    ".search input,.search select{flex:1 1 12rem;min-width:0}}"
 )
