@@ -143,7 +143,7 @@ fuzz: $(TEST_STAMP)
 # throw-away HOME. No model, no API key: headless runs talk to a local recorder that proves the
 # session-start hook's text reaches the model request. Needs node and npm.
 CLIENTS_NPM  := $(VENV)/clients-npm
-CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0 opencode-ai@1.18.33 @qwen-code/qwen-code@0.24.4 @github/copilot@1.0.102 @factory/cli-linux-x64@0.225.2 cline@3.0.65
+CLIENT_PKGS  := @anthropic-ai/claude-code@2.1.332 @google/gemini-cli@0.61.0 @openai/codex@0.171.0 opencode-ai@1.18.33 @qwen-code/qwen-code@0.24.4 @github/copilot@1.0.102 @factory/cli-linux-x64@0.225.2 cline@3.0.65 @kilocode/cli-linux-x64@7.7.9
 .PHONY: clients-test
 clients-test: $(TEST_STAMP)
 	@stamp="$(CLIENTS_NPM)/.installed"; want="$(CLIENT_PKGS)"; \

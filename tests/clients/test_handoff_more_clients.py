@@ -4,7 +4,8 @@ its provider's API, its own end-of-work hooks save the checkpoint from its own t
 different real client, started in a clone whose remote is spelled the https way, gets it into
 its first model request through its session-start hook. No model calls a SessionVault tool.
 
-Pairs here: Gemini CLI -> GitHub Copilot CLI -> Factory Droid -> Cline CLI -> Claude Code.
+Pairs here: Gemini CLI -> GitHub Copilot CLI -> Factory Droid -> Cline CLI -> Kilo Code -> Claude
+Code.
 Together with the first file's pairs every capture client is a source and a target at least once
 (docs/clients.md has the matrix)."""
 
@@ -19,7 +20,7 @@ from sessionvault.core import records
 
 from ..conftest import make_user
 from ..support.model_recorder import ModelRecorder
-from ..support.scripted_chat import ScriptedChat, cline_script, copilot_script, droid_script
+from ..support.scripted_chat import ScriptedChat, cline_script, copilot_script, droid_script, kilo_script
 from ..support.scripted_gemini import ScriptedGemini, checkpoint_script
 from .conftest import Env, ToolCalls
 from .test_claude_code import approve_project_servers, claude
@@ -40,6 +41,7 @@ from .test_handoff_without_tool_calls import (
     other_clone,
     sessionvault_tool_uses,
 )
+from .test_kilo_code import kilo_until, run_kilo
 
 
 def the_checkpoint(runtime: Any, user: Any, client: str, marker: str, step: str | None, out: str) -> None:
@@ -122,6 +124,19 @@ def run_cline_cli(env: Env, url: str, key: str, marker: str) -> str:
     return out
 
 
+def run_kilo_code(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect kilo-code --hooks` (its plugin saves the checkpoint on session.idle), then
+    `kilo run` against the scripted model: its todo list, a file, a failing command."""
+    env.connect("kilo-code", url, key, "--hooks")
+    (env.project / "notes").mkdir()
+    with ScriptedChat(kilo_script(marker, env.project)) as model:
+        done = run_kilo(env, key, model, PROMPT)
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
 # --- the targets ---------------------------------------------------------------------------------
 
 
@@ -152,6 +167,13 @@ def cline_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
     env.connect("cline-cli", url, key, "--hooks")
     with ModelRecorder() as model:
         run_cline(env, key, model, "Say hello.")
+        handed_over(model, source, marker)
+
+
+def kilo_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("kilo-code", url, key, "--hooks")
+    with ModelRecorder() as model:
+        kilo_until(env, key, model, marker)
         handed_over(model, source, marker)
 
 
@@ -211,11 +233,21 @@ def test_droid_hands_over_to_cline_with_no_tool_call(
     cline_sees(other_clone(client_env, tmp_path, "cline"), server.url, user.key, marker, "droid")
 
 
-def test_cline_hands_over_to_claude_code_with_no_tool_call(
+def test_cline_hands_over_to_kilo_code_with_no_tool_call(
     server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
 ) -> None:
     user, marker = handoff(runtime, client_env, tool_calls)
     out = run_cline_cli(client_env, server.url, user.key, marker)
     the_checkpoint(runtime, user, "cline-cli", marker, None, out)
     assert tool_calls.calls("checkpoint_session", user.id), out
-    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "cline-cli")
+    kilo_sees(other_clone(client_env, tmp_path, "kilo"), server.url, user.key, marker, "cline-cli")
+
+
+def test_kilo_code_hands_over_to_claude_code_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    user, marker = handoff(runtime, client_env, tool_calls)
+    out = run_kilo_code(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "kilo-code", marker, CHECK_STEP, out)
+    assert tool_calls.calls("checkpoint_session", user.id), out
+    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "kilo-code")

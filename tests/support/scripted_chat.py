@@ -119,6 +119,34 @@ def cline_script(marker: str, project: Path) -> list[Step]:
     ]
 
 
+KILO_TODOS = [{**t, "priority": "medium"} for t in QWEN_TODOS]  # OpenCode's todowrite items
+
+
+def kilo_script(marker: str, project: Path) -> list[Step]:
+    """The capture tests' script in Kilo Code's tools (OpenCode's): a todo list (`todowrite`),
+    a file (`write`, an absolute `filePath`), a failing command (`bash`), a final text."""
+    plan = str(project / PLAN_PATH)
+    return [
+        Call("todowrite", {"todos": KILO_TODOS}),
+        Call("write", {"filePath": plan, "content": "# Widget plan\n\n1. Check the config.\n"}),
+        Call("bash", {"command": FAILING_COMMAND, "description": "Check the widget config"}),
+        Say(f"Done for now; the widget config is missing. {marker}"),
+    ]
+
+
+def kilo_config(model: ModelRecorder) -> dict[str, Any]:
+    """~/.config/kilo/kilo.json's provider `scripted` (model `m`) at `model`: the bundled
+    @ai-sdk/openai-compatible package, a dummy key."""
+    options = {"baseURL": model.base_url + "/v1", "apiKey": "dummy-not-a-key"}
+    provider = {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "Scripted",
+        "options": options,
+        "models": {"m": {"name": "m"}},
+    }
+    return {"provider": {"scripted": provider}}
+
+
 def result_ids(body: dict[str, Any]) -> list[str]:
     """The `tool_call_id`s of the tool results in a request's messages, oldest first."""
     messages = body.get("messages") or []

@@ -270,6 +270,7 @@ OUTPUT: dict[str, Callable[[str], str]] = {
     "amazon-q": _plain,
     "copilot-cli": _additional_context,
     "cline-cli": _plain,  # a rule of our Cline plugin: its text goes into the system prompt as is
+    "kilo-code": _plain,  # our Kilo Code plugin adds it to the system prompt as is
 }
 
 

@@ -16,6 +16,7 @@ from sessionvault.local.hook.capture import (
     copilot_cli,
     droid,
     gemini,
+    kilo_code,
     opencode,
     qwen,
 )
@@ -47,6 +48,7 @@ READERS: dict[str, Reader[Any]] = {
     "qwen": Reader(qwen.read, qwen.locate),
     "copilot-cli": Reader(copilot_cli.read, copilot_cli.locate),
     "droid": Reader(droid.read, droid.locate),
+    "kilo-code": Reader(kilo_code.read, lambda home, cwd, sid: kilo_code.locate(home, cwd, sid)),
     "opencode": Reader(
         lambda found: opencode.read(found.db, found.session_id),
         lambda home, cwd, sid: opencode.locate(home, cwd, sid),
