@@ -550,3 +550,69 @@ def test_saves_are_kept_while_the_provider_is_down_and_reembedded_later(
         assert result["structuredContent"]["embedded"] is True
     finally:
         client.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) A crowd past the local server's bound (issue 29: back-pressure)
+
+
+def test_a_crowd_past_the_bound_gets_200_or_503_and_every_acknowledged_save_is_kept(
+    fault_runtime, new_user
+) -> None:
+    """The local server as `sessionvault dev` builds it (the gate, the listener), with a bound
+    small enough for a crowd to pass it: every answer is a 200 or a 503 with Retry-After (never a
+    500, never a hang), and every save answered 200 loads afterwards, byte for byte. The work is
+    bounded (rounds), not the time."""
+    from sessionvault.local.host import listener, pressure, statelock
+
+    gate = pressure.Gate(SessionVaultApp(fault_runtime), active=2, waiting=2, wait_s=0.5)
+    sock = statelock.bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = listener.build(gate, "127.0.0.1", port, log_level="warning")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    users = [new_user(fault_runtime) for _ in range(4)]
+    acknowledged: dict[tuple[str, str], str] = {}
+    answers: list[int] = []
+    lock = threading.Lock()
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def post(http: httpx2.Client, key: str, tool: str, arguments: dict[str, Any]) -> httpx2.Response:
+        body = tool_call(tool, arguments)
+        headers = {k.decode(): v.decode() for k, v in mcp_headers(key, body) if k != b"host"}
+        return http.post(url, content=body, headers=headers)
+
+    def client(n: int) -> None:
+        user = users[n % len(users)]
+        with httpx2.Client(timeout=60) as http:
+            for i in range(6):
+                name, summary = f"crowd-{n}-{i}", f"client {n} round {i} {secrets.token_hex(4)}"
+                reply = post(http, user.key, "save_session", {"name": name, "summary": summary})
+                with lock:
+                    answers.append(reply.status_code)
+                if reply.status_code == 503:
+                    assert int(reply.headers["retry-after"]) >= 1
+                    continue
+                assert reply.status_code == 200, reply.text
+                if reply.json()["result"]["structuredContent"].get("saved"):
+                    with lock:
+                        acknowledged[(user.key, name)] = summary
+
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        with ThreadPoolExecutor(max_workers=24) as pool:
+            list(pool.map(client, range(24)))
+        assert set(answers) <= {200, 503} and len(answers) == 24 * 6
+        assert acknowledged
+        with httpx2.Client(timeout=60) as http:
+            for (key, name), summary in acknowledged.items():
+                while (reply := post(http, key, "load_session", {"name": name})).status_code == 503:
+                    time.sleep(0.05)
+                assert reply.json()["result"]["structuredContent"]["summary"] == summary, name
+        assert gate.busy == 0 and not gate.queue  # every place given back
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
