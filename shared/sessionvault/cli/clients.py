@@ -61,7 +61,8 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "--hooks",
         action="store_true",
         help="also install the session-start hook and, where the client has them, the end-of-work hooks "
-        "that save automatic checkpoints (claude-code, codex, gemini, qwen); implies --apply",
+        "that save automatic checkpoints (claude-code, codex, gemini, qwen, copilot-cli, droid, cline-cli, "
+        "kilo-code); implies --apply",
     )
     p.set_defaults(func=_run_connect)
 
@@ -121,6 +122,11 @@ def _run_connect(args: argparse.Namespace) -> int:
         print(f"sessionvault connect: {e}", file=sys.stderr)
         return 2
     _report(results)
+    if args.hooks and hooks.HOOK_CLIENTS[args.client].unverified:  # as docs/clients.md and doctor
+        print(
+            f"note: {args.client}'s hooks are unverified: {hooks.HOOK_CLIENTS[args.client].unverified}",
+            file=sys.stderr,
+        )
     if spec.project_scoped:
         _approval_note(results[0].path.parent, home)
     if registry.holds_literal_key(spec, args.use_env):

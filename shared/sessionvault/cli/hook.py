@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
+from sessionvault.local import config
 from sessionvault.local.config import URL_HELP
 from sessionvault.local.hook import session_start as context
 from sessionvault.names import URL_ENV
@@ -55,7 +57,18 @@ def _run_session_start(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BaseException:  # e.g. a closed stdout: still exit 0, never a traceback
         pass
+    _fired(args.client, "session-start")
     return 0
+
+
+def _fired(client: str, event: str, more: dict[str, object] | None = None) -> None:
+    """For `doctor`: this client's hook ran (capture.fired; never raises, never slows)."""
+    try:
+        from sessionvault.local.hook.capture import fired
+
+        fired.record(config.state_folder(os.environ), client, event, more)
+    except BaseException:
+        pass
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
@@ -63,7 +76,13 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
         from sessionvault.local.hook.capture import hook
 
         env = {**os.environ, **({URL_ENV: args.url} if args.url else {})}
-        hook.run_within(args.client, sys.stdin, env, Path.home())
+        done = hook.run_within(args.client, sys.stdin, env, Path.home())
+        said = done.skipped or (f"sent {done.name}" if done.sent else f"spooled {done.name}")
+        _fired(
+            args.client,
+            "checkpoint",
+            {"outcome": said[:300], **({"saved": time.time()} if done.sent else {})},
+        )
     except BaseException:  # never a traceback, never a failing hook
         pass
     return 0

@@ -227,7 +227,7 @@ def run_checks(
     elsewhere = frozenset({"claude-code"} if claude else ())
     client_checks, configured = check_clients(url, home=home, cwd=cwd, default=default, elsewhere=elsewhere)
     claude_checks = check_claude_projects(url, claude, home=home, here=here, default=default)
-    hook_checks = check_hooks(configured, home=home, cwd=cwd)
+    hook_checks = check_hooks(configured, home=home, cwd=cwd, state=cfg.state)
     return out + client_checks + claude_checks + hook_checks + check_spool(cfg.state)
 
 

@@ -158,6 +158,11 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         typed=False,
         extra={"timeout_ms": 5000},
         event="agentSpawn",
+        unverified=(
+            "no real `q` ran here: Amazon Q Developer CLI is not on npm (AWS ships it from its own "
+            "download site, which this machine cannot reach), so its agent file and agentSpawn "
+            "hook follow its documentation only"
+        ),
         seed={  # the built-in default agent, as documented, so replacing it changes nothing else
             "name": "q_cli_default",
             "description": "Default agent, with the SessionVault session-start hook",
