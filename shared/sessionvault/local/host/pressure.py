@@ -36,6 +36,7 @@ WAITING = 64  # in the queue behind them
 WAIT_S = 5.0  # the longest a request waits for a place before it is answered 503
 RETRY_AFTER_S = 2
 EXEMPT = frozenset({"/health"})
+WATCH_BYTES = 1_048_576  # body read (and held) while waiting, at most: the server's own body cap
 LOG_EVERY_S = 5.0  # refusals are counted and logged at most this often: a flood is one line
 
 
@@ -93,15 +94,22 @@ class Gate:
         async def watch() -> None:
             # Reading the body is harmless (it is replayed to the app); reading past it waits
             # for the connection's end, which is how a hang-up is told.
-            while True:
+            held = 0
+            while held <= WATCH_BYTES:  # past it, stop reading: the app refuses such a body anyway
                 message = await receive()
                 read.append(message)
+                held += len(message.get("body", b""))
                 if message["type"] == "http.disconnect":
                     return
 
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.wait_s
         watcher = asyncio.ensure_future(watch())
         try:
             await asyncio.wait({place, watcher}, timeout=self.wait_s, return_when=asyncio.FIRST_COMPLETED)
+            hung_up = any(m["type"] == "http.disconnect" for m in read)
+            if watcher.done() and not hung_up and not place.done() and (left := deadline - loop.time()) > 0:
+                await asyncio.wait({place}, timeout=left)  # a large body: wait for the place alone
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

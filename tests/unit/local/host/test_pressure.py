@@ -118,6 +118,29 @@ def test_a_waiting_request_whose_client_hung_up_is_never_started() -> None:
     asyncio.run(run())
 
 
+def test_a_waiting_request_holds_at_most_the_body_cap_and_gets_all_of_its_body() -> None:
+    async def run() -> None:
+        app = Held()
+        gate = pressure.Gate(app, active=1, waiting=8, wait_s=60)
+        first = Call(gate, "first")
+        big = Call.__new__(Call)  # a body in two pieces, the first past the cap
+        big.inbox = asyncio.Queue()
+        big.inbox.put_nowait(
+            {"type": "http.request", "body": b"x" * (pressure.WATCH_BYTES + 1), "more_body": True}
+        )
+        big.inbox.put_nowait({"type": "http.request", "body": b"tail", "more_body": False})
+        big.sent = []
+        scope = {"type": "http", "path": "/mcp", "method": "POST", "headers": []}
+        big.task = asyncio.ensure_future(gate(scope, big.inbox.get, big._send))
+        await settle()
+        assert big.inbox.qsize() == 1  # the waiting request stopped reading at the cap
+        app.release.set()
+        await asyncio.gather(first.task, big.task)
+        assert app.started[1] == "x" * (pressure.WATCH_BYTES + 1) + "tail"
+
+    asyncio.run(run())
+
+
 def test_through_uvicorn_a_hang_up_in_the_queue_is_seen_and_the_request_dropped() -> None:
     """The same over a real connection: uvicorn tells the hang-up through `receive`."""
     app = Held()
