@@ -2,7 +2,10 @@
 `db.admission`; `finish` marks a call that then failed) and one per admin action. Who, which
 tool, outcome, error class, salted hashes of IP and user agent, the latency of a failed call.
 Never a raw error string, key, IP, user agent or session content. Requests refused before or
-at authentication are counted (`auth_failures`) and logged, not stored one row each."""
+at authentication are counted (`auth_failures`) and logged, not stored one row each.
+
+The table is partitioned by UTC day (migration 0017): expired rows go a day at a time, as
+whole partitions (`db.partitions`, run by the maintenance task), never by DELETE here."""
 
 from __future__ import annotations
 
@@ -12,18 +15,22 @@ from sessionvault.db.pool import Database
 from sessionvault.errors import ErrorClass
 from sessionvault.telemetry import RequestLog
 
+_FINISH = (
+    "UPDATE audit_events SET outcome = 'error', error_class = %s, latency_ms = %s"
+    " WHERE id = %s AND at > now() - interval '1 day'"
+)
+
 
 def salted_hash(value: str | None, salt: str) -> bytes | None:
     return hashlib.sha256((value + salt).encode()).digest() if value else None
 
 
 def finish(db: Database, user_id: str, audit_id: int, log: RequestLog) -> None:
-    """The admitted call failed after all: record its error class and latency on its row."""
+    """The admitted call failed after all: record its error class and latency on its row.
+    The row was written at the call's admission, moments ago: bounding its time lets the
+    planner look in the newest day's partitions only, not probe every day's index for the id."""
     with db.tenant(user_id) as conn:
-        conn.execute(
-            "UPDATE audit_events SET outcome = 'error', error_class = %s, latency_ms = %s WHERE id = %s",
-            (log.error_class, log.latency_ms, audit_id),
-        )
+        conn.execute(_FINISH, (log.error_class, log.latency_ms, audit_id))
 
 
 def admin_action(
@@ -42,24 +49,3 @@ def admin_action(
             " VALUES (%s, %s, %s, %s, %s, %s)",
             (user_id, request_id, tool, "error" if error_class else "ok", error_class, key_prefix),
         )
-
-
-def prune_auth_failures(db: Database, retention_days: int) -> int:
-    with db.identity() as conn:
-        cur = conn.execute(
-            "DELETE FROM auth_failures WHERE slot < now() - %s * interval '1 day'", (retention_days,)
-        )
-    return cur.rowcount
-
-
-_PRUNE = (
-    "DELETE FROM audit_events WHERE user_id IS NOT DISTINCT FROM %s AND at < now() - %s * interval '1 day'"
-)
-
-
-def prune(db: Database, user_id: str | None, retention_days: int) -> int:
-    """Drop one tenant's rows older than the retention (user None: failed authentications)."""
-    scope = db.tenant(user_id) if user_id else db.identity()
-    with scope as conn:
-        cur = conn.execute(_PRUNE, (user_id, retention_days))
-    return cur.rowcount

@@ -2,16 +2,20 @@
 seal the previews saved in plaintext before migration 0015.
 
 RLS stays in force here too: each job walks the users (identity plane) and works inside one
-tenant transaction per user. Every job is idempotent and safe to run twice at once."""
+tenant transaction per user. The prunes are the exception: the rate-limit and audit tables
+are partitioned by time (migration 0017), and a prune drops whole expired partitions through
+the owner's definer functions (`db.partitions`), which read no row. Every job is idempotent
+and safe to run twice at once."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import admission, audit, backfill, identity, oauth, previews
+from sessionvault.db import backfill, identity, oauth, partitions, previews
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 from sessionvault.service.principal import Principal
@@ -21,15 +25,31 @@ from sessionvault.service.vault import embedding_text
 log = logging.getLogger(__name__)
 
 
+# The day window sums the last 24 one-hour slots: a counter is kept an hour past it.
+RATE_KEEP = timedelta(days=1, hours=1)
+
+
 def prune_rate_limits(rt: Runtime) -> dict[str, int]:
-    return {"deleted": sum(admission.prune(rt.db, u["id"]) for u in identity.users(rt.db))}
+    return _prune(rt, (partitions.RATE_TABLE,), RATE_KEEP)
 
 
 def prune_audit(rt: Runtime) -> dict[str, int]:
-    days = rt.settings.audit_retention_days
-    deleted = sum(audit.prune(rt.db, u["id"], days) for u in identity.users(rt.db))
-    deleted += audit.prune(rt.db, None, days) + audit.prune_auth_failures(rt.db, days)
-    return {"deleted": deleted}
+    """The audit trail, workspace entries and failed-authentication counters past the audit
+    retention (a day's partition goes once all of it is older; auth_failures' once its month is)."""
+    return _prune(rt, partitions.AUDIT_TABLES, timedelta(days=rt.settings.audit_retention_days))
+
+
+def _prune(rt: Runtime, tables: tuple[str, ...], keep: timedelta) -> dict[str, int]:
+    """`deleted` counts rows deleted one by one (the default partitions' strays),
+    `rows_dropped` the dropped partitions' rows as the catalog last estimated them."""
+    done = [partitions.prune(rt.db, table, keep) for table in tables]
+    return {
+        "deleted": sum(p.deleted for p in done),
+        "partitions_created": sum(p.created for p in done),
+        "partitions_dropped": partitions.drop_detached(rt.db),
+        "rows_dropped": sum(p.detached_rows for p in done),
+        "busy": sum(p.busy for p in done),
+    }
 
 
 def prune_oauth(rt: Runtime) -> dict[str, int]:

@@ -96,9 +96,12 @@ def backup(home: Path, dest: Path) -> Result:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sessionvault-backup-", dir=dest.parent) as work:
         dump = Path(work) / DUMP
+        # A partition's rows are dumped as its root table's (migration 0017 partitions the audit
+        # and rate-limit tables by day): restore loads rows by table, and knows only the roots.
         run_pg_tool(
-            home, "pg_dump", "--format=custom", "--no-password", f"--file={dump}", f"--dbname={db.owner_url}"
-        )
+            home, "pg_dump", "--format=custom", "--no-password", "--load-via-partition-root",
+            f"--file={dump}", f"--dbname={db.owner_url}",
+        )  # fmt: skip
         manifest = {
             "format": FORMAT,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
