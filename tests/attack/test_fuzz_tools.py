@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sessionvault.core.checkpoints import is_automatic
 from sessionvault.core.repos import canonical_repo
 from sessionvault.runtime import Runtime
 from sessionvault.server.app import SessionVaultApp
@@ -30,7 +31,7 @@ from .strategies import CHARS, arguments, envelope, values
 from .support import Fuzzer, Outcome, Req, mcp_headers
 
 SPECS = {spec.name: spec for spec in tools.TOOLS}
-SCHEMAS = {tool.name: tool.input_schema for tool in tools.definitions()}
+SCHEMAS = {spec.name: spec.definition().input_schema for spec in tools.TOOLS}  # listed or not
 BATCH = 4  # calls per example, sent concurrently
 FUZZ = settings(
     deadline=None,
@@ -71,9 +72,13 @@ def fuzzer(pg, attack_runtime: Runtime, new_user) -> Iterator[tuple[Fuzzer, str]
 def accepted(name: str, args: Any) -> bool:
     """What the tool's own model says of these arguments."""
     try:
-        SPECS[name].args.model_validate(args if args is not None else {})
+        parsed = SPECS[name].args.model_validate(args if args is not None else {})
     except ValidationError:
         return False
+    if getattr(parsed, "workspace", ""):  # the fuzzing user belongs to no workspace
+        return False
+    if name in ("save_session", "checkpoint_session"):  # auto/ names: the checkpoint path's alone
+        return is_automatic(parsed.name) == (name == "checkpoint_session")
     return True
 
 
@@ -199,7 +204,7 @@ def test_a_saved_name_is_always_one_the_tools_accept(fuzzer: tuple[Fuzzer, str])
     of 20 characters becomes a 25-character marker), and the session was saved under a name
     that load_session and delete_session refused as too long."""
     fz, key = fuzzer
-    asked = "x" * 180 + "AKIAIOSFODNN7EXAMPLE"  # 200 characters: valid
+    asked = "x" * 180 + "AKIAZ7Q4WJ2PLK5RTX3M"  # 200 characters: valid (not AWS's documented example key)
     (saved,) = fz.send([call("save_session", {"name": asked, "summary": "s"}, key, modern=False)])
     stored = saved.reply.tool_result()["structuredContent"]["name"]
     assert stored != asked  # the key was taken out of the name
