@@ -1,4 +1,5 @@
-"""The real-client tier: Claude Code, Gemini CLI, Codex CLI, OpenCode and Qwen Code, installed
+"""The real-client tier: Claude Code, Gemini CLI, Codex CLI, OpenCode, Qwen Code, GitHub Copilot
+CLI, Factory Droid, the Cline CLI and the Kilo Code CLI, installed
 from npm at pinned versions by `make clients-test` into .venv/clients-npm/ (ignored by git),
 run against a real SessionVault server under a throw-away HOME. No model and no API key: only
 no-model commands (`<cli> mcp list`, Codex's app-server `mcpServerStatus/list`), and headless
@@ -56,6 +57,10 @@ VERSIONS = {
     "codex": "0.171.0",
     "opencode": "1.18.33",
     "qwen": "0.24.4",
+    "copilot": "1.0.102",
+    "droid": "0.225.2",  # @factory/cli-linux-x64
+    "cline": "3.0.65",
+    "kilo": "7.7.9",  # @kilocode/cli-linux-x64
 }
 CLI_TIMEOUT_S = 90.0
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.local.hook.capture import codex as capture
+from sessionvault.local.hook.capture import codex_sessions
 
 from ..conftest import make_user
 from ..support.scripted_openai import (
@@ -71,9 +72,9 @@ def test_a_headless_run_leaves_a_session_file_the_reader_understands(
     assert done.returncode == 0 and marker in done.stdout, f"{model.summary()}\n{done.stdout}{done.stderr}"
     assert not model.errors, model.errors
     [payload] = [json.loads(line) for line in payloads.read_text().splitlines() if line.strip()]
-    path = capture.locate(client_env.home, client_env.project)
+    path = codex_sessions.locate(client_env.home, client_env.project)  # finding moved there (e8f727b)
     assert path == Path(payload["transcript_path"]), payload
-    assert capture.locate(client_env.home, Path("/elsewhere"), payload["session_id"]) == path
+    assert codex_sessions.locate(client_env.home, Path("/elsewhere"), payload["session_id"]) == path
     read = capture.read(path)
     assert read.session_id == payload["session_id"] and read.cwd == str(client_env.project)
     assert handoff in path.read_text() and list(read.asks) == [PROMPT]  # the hook's text is not asked
