@@ -1,7 +1,8 @@
 """Pruning the audit trail at 10 million rows (issue 29 item 7): the prune's time, and the
 serving path's latency while it runs, against the DELETE the prune used to be.
 
-    .venv/bin/python -m benchmarks.partitions              (10,000,000 rows over 10 days)
+    .venv/bin/python -m benchmarks.run --only partitions   (10,000,000 rows over 10 days)
+    .venv/bin/python -m benchmarks.partitions              (the same)
     .venv/bin/python -m benchmarks.partitions --rows 2000000 --days 4 --fresh
 
 An embedded PostgreSQL of its own in a cache folder (<bench cache>/partitions-<rows>-<days>,
@@ -44,7 +45,7 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg import sql
 
-from .common import ms, p50, p95, section
+from .common import RUN, ms, p50, p95, section
 from .seed import cache_home, migrations
 
 COMMAND = ".venv/bin/python -m benchmarks.partitions"
@@ -311,9 +312,12 @@ def measure(bench: Bench, idle_s: float = 5.0) -> None:
 def prune_figures(rows: int = 10_000_000, days: int = 10, fresh: bool = False, convert: int = 0) -> None:
     section(
         f"Pruning the audit trail at {rows:,} rows ({days} day partitions of {rows // days:,})",
-        f"{COMMAND} --rows {rows} --days {days}",
+        f"{RUN} --only partitions"
+        if (rows, days) == (10_000_000, 10)
+        else f"{COMMAND} --rows {rows} --days {days}",
         "prune: partitions made ahead, the oldest day detached and dropped, as the maintenance task does;",
-        "DELETE: the old prune's statement over the next day's rows. load_session back to back meanwhile.",
+        "DELETE: the old prune's statement over the next day's rows; VACUUM: the work it leaves behind.",
+        "load_session back to back over one kept-alive connection meanwhile (benchmarks/serve.py).",
     )
     bench = open_bench(rows, days, fresh)
     try:

@@ -24,7 +24,8 @@ back-pressure) run on an embedded PostgreSQL of their own;
 `fleet` (benchmarks/fleet.py: warm-Lambda stand-ins behind PgBouncer in transaction mode) runs on
 an embedded PostgreSQL of its own; `million` (benchmarks/million.py: load, list, search and recall
 at 100,000 and at BENCH_MILLION_SESSIONS, default 300,000) opens seed.py's database and a larger
-one of its own (benchmarks/seed_scaled.py), each cached."""
+one of its own (benchmarks/seed_scaled.py), each cached. `partitions` (benchmarks/partitions.py:
+the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction", "fleet", "million",
+    "redaction", "fleet", "million", "partitions",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -145,6 +146,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .million import million
 
         million()
+    elif name == "partitions":
+        from .partitions import prune_figures
+
+        prune_figures()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":
