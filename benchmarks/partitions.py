@@ -5,11 +5,7 @@ serving path's latency while it runs, against the DELETE the prune used to be.
     .venv/bin/python -m benchmarks.partitions              (the same)
     .venv/bin/python -m benchmarks.partitions --rows 2000000 --days 4 --fresh
 
-An embedded PostgreSQL of its own in a cache folder (<bench cache>/partitions-<rows>-<days>,
-see seed.py), reused while the migrations are unchanged. audit_events holds `rows` rows,
-one UTC day partition for each of the `days` days before today (1,000 users, the columns a
-real admission writes, ip and user-agent hashes included). Each day is loaded as a table of its
-own with generate_series and attached (its indexes built once, not row by row).
+The data: 10 million audit rows in day partitions, cached (benchmarks/seed_audit.py).
 
 The run: `sessionvault serve` (benchmarks/serve.py) answers load_session over one kept-alive
 connection, back to back, from a thread. Four windows of those calls:
@@ -26,149 +22,24 @@ The prune drops one day and the DELETE empties another: the next run loads those
 from __future__ import annotations
 
 import argparse
-import base64
-import contextlib
 import http.client
 import json
 import os
 import secrets
-import shutil
 import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
 
 from .common import RUN, ms, p50, p95, section
-from .seed import cache_home, migrations
+from .seed_audit import LOAD_SQL, TOOLS, USERS, Bench, day_start, open_bench, partition_name
 
 COMMAND = ".venv/bin/python -m benchmarks.partitions"
-USERS = 1_000
-TOOLS = ("load_session", "save_session", "search_sessions", "list_sessions", "tools/list")
-
-
-@dataclass
-class Bench:
-    home: Path
-    db: Any  # sessionvault.local.host.embedded.Embedded
-    meta: dict[str, Any]
-    loaded_s: float = 0.0  # seeding done by this run
-    loaded_rows: int = 0
-
-
-def _day(days_ago: int) -> datetime:
-    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    return today - timedelta(days=days_ago)
-
-
-def _name(day: datetime) -> str:
-    return f"audit_events_p{day:%Y%m%d}"
-
-
-def open_bench(rows: int, days: int, fresh: bool) -> Bench:
-    """The cached database, rebuilt when the parameters or migrations changed, topped up to
-    `days` full day partitions before today."""
-    from sessionvault.local.host import embedded
-
-    home = cache_home() / f"partitions-{rows}-{days}"
-    key = {"format": 1, "rows": rows, "days": days, "migrations": migrations()}
-    meta_file = home / "bench-partitions.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.exists() and not fresh else {}
-    if meta.get("key") != key:
-        if home.exists():
-            with contextlib.suppress(Exception):
-                embedded.stop(home)
-            shutil.rmtree(home)
-        meta = {"key": key, "intact": []}
-    bench = Bench(home, embedded.start(home), meta)
-    if "user_id" not in meta:
-        _make_user(bench)
-    _top_up(bench, rows // days, days)
-    meta_file.write_text(json.dumps(bench.meta, indent=1))
-    meta_file.chmod(0o600)  # the bench user's key
-    return bench
-
-
-def _make_user(bench: Bench) -> None:
-    from sessionvault.db.pool import Database
-    from sessionvault.runtime import key_provider
-    from sessionvault.service import accounts
-
-    from .common import make_settings
-
-    master_key, salt = base64.b64encode(os.urandom(32)).decode(), secrets.token_urlsafe(24)
-    admin = Database(bench.db.admin_url, max_size=1)
-    try:
-        provider = key_provider(make_settings(bench.db.app_url, master_key, salt))
-        user = accounts.create_user(admin, provider, "bench-partitions")
-        key = accounts.create_key(admin, user, "bench", ("read", "write", "delete"))[0]
-    finally:
-        admin.close()
-    bench.meta.update(master_key=master_key, audit_salt=salt, user_id=user, api_key=key)
-
-
-_LOAD = """
-INSERT INTO {table} (id, user_id, at, request_id, tool, outcome, error_class, latency_ms, ip_hash, ua_hash)
-SELECT %(base)s + g,
-       ('00000000-0000-4000-8000-' || lpad((g %% %(users)s)::text, 12, '0'))::uuid,
-       %(lo)s + (g::bigint * %(step)s) * interval '1 microsecond',
-       md5(g::text),
-       (%(tools)s::text[])[1 + g %% 5],
-       CASE WHEN g %% 50 = 0 THEN 'error' ELSE 'ok' END,
-       CASE WHEN g %% 50 = 0 THEN 'validation' END,
-       CASE WHEN g %% 50 = 0 THEN 3 + g %% 40 END,
-       sha256(int4send((g %% 20000)::int4)),
-       sha256(int4send((g %% 37)::int4))
-FROM generate_series(0, %(n)s - 1) AS g
-"""
-
-
-def _top_up(bench: Bench, per_day: int, days: int) -> None:
-    """Every day 1..days before today a full partition; days older than that dropped."""
-    wanted = {_name(_day(d)): _day(d) for d in range(1, days + 1)}
-    intact = [n for n in bench.meta["intact"] if n in wanted]
-    started = time.perf_counter()
-    with psycopg.connect(bench.db.owner_url, autocommit=True) as conn:
-        old = conn.execute(
-            "SELECT c.relname FROM pg_class c WHERE c.relname ~ '^audit_events_p[0-9]{8}$'"
-            " AND c.relname < %s ORDER BY 1",
-            (min(wanted),),
-        ).fetchall()
-        for (name,) in old:
-            conn.execute(f"DROP TABLE {name}")
-        for name, lo in sorted(wanted.items()):
-            if name in intact:
-                continue
-            conn.execute(f"DROP TABLE IF EXISTS {name}")
-            print(f"   loading {per_day:,} audit rows for {lo:%Y-%m-%d} ...", flush=True)
-            (base,) = conn.execute(
-                "SELECT setval(pg_get_serial_sequence('audit_events', 'id'),"
-                " nextval(pg_get_serial_sequence('audit_events', 'id')) + %s)",
-                (per_day,),
-            ).fetchone()  # type: ignore[misc]
-            conn.execute(f"CREATE TABLE {name} (LIKE audit_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
-            step = 86_400_000_000 // per_day
-            params = {"base": base - per_day, "users": USERS, "lo": lo, "step": step, "n": per_day,
-                      "tools": list(TOOLS)}  # fmt: skip
-            conn.execute(_LOAD.format(table=name), params)
-            bounds = sql.SQL("ALTER TABLE audit_events ATTACH PARTITION {} FOR VALUES FROM ({}) TO ({})")
-            conn.execute(
-                bounds.format(sql.Identifier(name), sql.Literal(lo), sql.Literal(lo + timedelta(days=1)))
-            )
-            conn.execute(f"VACUUM ANALYZE {name}")
-            intact.append(name)
-            bench.loaded_rows += per_day
-    bench.meta["intact"] = sorted(intact)
-    bench.loaded_s = time.perf_counter() - started
-
-
-# --- the serving path while it runs ---------------------------------------------------------
 
 
 @dataclass
@@ -260,15 +131,16 @@ def measure(bench: Bench, idle_s: float = 5.0) -> None:
                 windows["prune"] = (start, time.perf_counter())
             finally:
                 maint.close()
-            gone = _name(_day(days))
+            gone = partition_name(day_start(days))
             bench.meta["intact"] = [n for n in bench.meta["intact"] if n != gone]
             time.sleep(1.0)
 
-            emptied = _name(_day(days - 1))
+            emptied = partition_name(day_start(days - 1))
             bench.meta["intact"] = [n for n in bench.meta["intact"] if n != emptied]
             with psycopg.connect(bench.db.owner_url, autocommit=True) as conn:
                 start = time.perf_counter()
-                deleted = conn.execute("DELETE FROM audit_events WHERE at < %s", (_day(days - 2),)).rowcount
+                cut = day_start(days - 2)
+                deleted = conn.execute("DELETE FROM audit_events WHERE at < %s", (cut,)).rowcount
                 windows["DELETE"] = (start, time.perf_counter())
                 time.sleep(1.0)
                 # What the DELETE leaves for later: autovacuum must then read the day's table and
@@ -327,7 +199,7 @@ def prune_figures(rows: int = 10_000_000, days: int = 10, fresh: bool = False, c
                 "SELECT sum(reltuples)::bigint FROM pg_class WHERE relname ~ '^audit_events_p[0-9]{8}$'"
             ).fetchone()  # type: ignore[misc]
             (size,) = conn.execute(
-                "SELECT pg_size_pretty(pg_total_relation_size(%s::regclass))", (_name(_day(1)),)
+                "SELECT pg_size_pretty(pg_total_relation_size(%s::regclass))", (partition_name(day_start(1)),)
             ).fetchone()  # type: ignore[misc]
         how = (
             f"loaded {bench.loaded_rows:,} rows in {bench.loaded_s:.0f} s"
@@ -369,14 +241,13 @@ def conversion(bench: Bench, rows: int) -> None:
             params = {
                 "base": 0,
                 "users": USERS,
-                "lo": _day(30),
+                "lo": day_start(30),
                 "step": step,
                 "n": rows,
                 "tools": list(TOOLS),
             }
-            conn.execute(
-                _LOAD.format(table="audit_events").replace("(id, ", "(").replace("%(base)s + g,", ""), params
-            )
+            unnumbered = LOAD_SQL.replace("(id, ", "(").replace("%(base)s + g,", "")  # the identity numbers
+            conn.execute(unnumbered.format(table="audit_events"), params)
         started = time.perf_counter()
         migrate(url)
         took = time.perf_counter() - started
