@@ -340,3 +340,20 @@ def test_the_maintenance_role_cannot_drop_a_partition_itself(pg: Any) -> None:
             conn.execute(f"DROP TABLE audit_events_p{_day(0)}")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(f"ALTER TABLE audit_events DETACH PARTITION audit_events_p{_day(0)}")
+
+
+def test_two_prunes_at_once_leave_the_work_to_the_first(pg: Any) -> None:
+    """The maintenance task may run twice at once (a schedule and a retry): the second waits a
+    second for the first's lock, then reports itself busy instead of failing."""
+    lock = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+    maint = Database(pg.maint_url, max_size=1)
+    try:
+        with psycopg.connect(pg.owner_url) as first:
+            first.execute(lock, ("sessionvault_partitions/audit_events",))
+            first.execute(lock, ("sessionvault_partitions/drop",))
+            second = partitions.prune(maint, "audit_events", timedelta(days=90))
+            assert (second.busy, second.created, second.detached, second.deleted) == (1, 0, 0, 0)
+            assert partitions.drop_detached(maint) == 0
+        assert partitions.prune(maint, "audit_events", timedelta(days=90)).busy == 0  # the lock gone
+    finally:
+        maint.close()

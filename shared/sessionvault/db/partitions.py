@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from psycopg import errors
+
 from sessionvault.db.pool import Database
 
 AUDIT_TABLES = ("audit_events", "workspace_access", "auth_failures")  # kept the audit retention
@@ -35,15 +37,23 @@ class Pruned:
 
 
 def prune(db: Database, table: str, keep: timedelta, ahead: timedelta = AHEAD) -> Pruned:
-    """One table's upkeep: partitions through now + `ahead`, none older than now - `keep`."""
-    with db.identity() as conn:
-        row = conn.execute(_PRUNE, (table, keep, ahead)).fetchone()
+    """One table's upkeep: partitions through now + `ahead`, none older than now - `keep`.
+    Another run at it already (its lock not granted within the function's second): nothing
+    done, counted busy; that run does the work."""
+    try:
+        with db.identity() as conn:
+            row = conn.execute(_PRUNE, (table, keep, ahead)).fetchone()
+    except errors.LockNotAvailable:
+        return Pruned(created=0, detached=0, detached_rows=0, deleted=0, busy=1)
     assert row is not None  # the function returns one row or raises
     return Pruned(**row)
 
 
 def drop_detached(db: Database) -> int:
-    """Drop every partition a prune detached; the number dropped."""
-    with db.identity() as conn:
-        row = conn.execute(_DROP).fetchone()
+    """Drop every partition a prune detached; the number dropped (0 while another run drops)."""
+    try:
+        with db.identity() as conn:
+            row = conn.execute(_DROP).fetchone()
+    except errors.LockNotAvailable:
+        return 0
     return int(row["dropped"]) if row else 0
