@@ -52,6 +52,8 @@ STYLE = (
     ".card h2{margin-top:.35rem}time,.nowrap{white-space:nowrap;word-break:normal}"
     ".versions [aria-current=page]{font-weight:700;text-decoration:none;color:var(--fg)}"
     ".versions ul{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;list-style:none;padding:0;margin:.25rem 0}"
+    ".spaces ul{display:inline-flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;padding:0;margin:0 .5rem}"
+    ".spaces [aria-current=page]{font-weight:700;color:var(--fg)}form.inline{display:inline}"
     # A phone (390 px): nothing may make the page wider than the screen. Long unbroken text
     # (names, repos, keys, paths, URLs) wraps where it must; in a table only where a line
     # overflows (break-word keeps a column as wide as its longest word: `anywhere` squeezed
