@@ -427,6 +427,7 @@ def _fail_kms(mcp: Any, failure: str) -> FailingKms:
     provider = mcp.handler.app.rt.keys.provider
     failing = FailingKms(provider.client, KMS_FAILURES[failure])
     provider._client = failing
+    mcp.handler.app.rt.keys.clear()  # a cold cache: the call must ask KMS
     return failing
 
 
@@ -447,6 +448,8 @@ def test_kms_failing_is_answered_as_unavailable(pg, kms_stack, tool, failure) ->
     Found by this tier: a Decrypt failure used to escape the dispatcher's known errors and be
     answered "internal error" with error class internal (the log line naming ClientError)."""
     mcp, key, user_id = kms_stack
+    if tool == "load_session":  # a session to open: a load of a missing one needs no key at all
+        _kms_outcome(mcp, key, "save_session")
     failing = _fail_kms(mcp, failure)
     status, body, requests = _kms_outcome(mcp, key, tool)
     assert status == UNAVAILABLE or (status == 200 and body["result"]["isError"]), (status, body)

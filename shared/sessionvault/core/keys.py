@@ -208,5 +208,10 @@ class DekCache:
                 self._entries.popitem(last=False)
         return dek
 
+    def clear(self) -> None:
+        """Forget every unwrapped key: the next call of each user asks the provider again."""
+        with self._lock:
+            self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
