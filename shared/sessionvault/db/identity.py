@@ -34,7 +34,7 @@ def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey, kind
                 (user_id, name, wrapped.blob, wrapped.key_id, kind),
             )
     except psycopg.errors.UniqueViolation:
-        raise AccountError(f"the name {name!r} is taken (by a user or a workspace)") from None
+        raise AccountError(f"a user or workspace named {name!r} already exists") from None
 
 
 def resolve_user(db: Database, user: str) -> str:

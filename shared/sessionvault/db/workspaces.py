@@ -57,7 +57,7 @@ def create(db: Database, workspace_id: str, name: str, wrapped: WrappedKey, owne
                 (workspace_id, owner_id),
             )
     except psycopg.errors.UniqueViolation:
-        raise AccountError(f"the name {name!r} is taken (by a user or a workspace)") from None
+        raise AccountError(f"a user or workspace named {name!r} already exists") from None
 
 
 def find(db: Database, name: str) -> str:
