@@ -280,6 +280,25 @@ def codex_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
         assert_handed_over(env, model, seen, source)
 
 
+def qwen_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    connect_qwen(env, url, key, "--hooks")
+    settings = env.home / ".qwen" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["security"] = {"auth": {"selectedType": "openai"}}
+    settings.write_text(json.dumps(data, indent=2))
+    with ModelRecorder() as model:
+        seen, _ = env.until(
+            [qwen(env), "-p", "hi"],
+            key,
+            lambda: model.saw(marker),
+            timeout=90,
+            OPENAI_BASE_URL=model.base_url + "/v1",
+            **QWEN_MODEL_ENV,
+            **QWEN_NO_MODEL,
+        )
+        assert_handed_over(env, model, seen, source)
+
+
 # --- the pairs ---------------------------------------------------------------------------------
 
 
@@ -324,6 +343,20 @@ def test_qwen_code_hands_over_to_codex_with_no_tool_call(
     assert tool_calls.calls("checkpoint_session", user.id), out
 
     codex_sees(other_clone(client_env, tmp_path, "codex"), server.url, user.key, marker, "qwen")
+
+
+def test_codex_hands_over_to_qwen_code_with_no_tool_call(
+    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    """Qwen Code as the target too: every capture client is a source and a target somewhere."""
+    user = make_user(runtime)
+    make_clone(client_env.project, SSH_REMOTE)
+    marker = f"zero-call-marker-{os.urandom(6).hex()}"
+    out = run_codex(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, "codex", marker, CHECK_STEP, out)
+    assert tool_calls.calls("checkpoint_session", user.id), out
+
+    qwen_sees(other_clone(client_env, tmp_path, "qwen"), server.url, user.key, marker, "codex")
 
 
 # --- the check itself --------------------------------------------------------------------------
