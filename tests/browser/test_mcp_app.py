@@ -2,9 +2,11 @@
 SDK's host bridge (`AppBridge` of @modelcontextprotocol/ext-apps, from npm, with the MCP
 TypeScript client) connects to the real server declaring the extension, finds the `ui://` link
 on load_session / list_sessions, renders the App in a sandboxed iframe and hands it the tool
-result. A click on "Claim this handoff" goes from the App through the bridge (postMessage
-JSON-RPC tools/call) to the server; the claim is then visible through load_session. The App
-makes no request of its own (its CSP refuses one even when asked) and never sees the key."""
+result, speaking 2026-07-28 (the declaration rides each request) or 2025-11-25 (declared only in
+`initialize`, which this stateless server never sees: the link reaches it all the same). A click
+on "Claim this handoff" goes from the App through the bridge (postMessage JSON-RPC tools/call) to
+the server; the claim is then visible through load_session. The App makes no request of its own
+(its CSP refuses one even when asked) and never sees the key."""
 
 from __future__ import annotations
 
@@ -57,12 +59,16 @@ def handoff(server, runtime) -> Iterator[Any]:
     yield user
 
 
-def open_host(page: Page, host: HostSite, tool: str, args: dict[str, Any]) -> Any:
+def open_host(
+    page: Page, host: HostSite, tool: str, args: dict[str, Any], protocol: str = "2026-07-28"
+) -> Any:
     # Tall enough for the whole App: headless Chromium paints an iframe's content within the
     # viewport only, so a full-page screenshot of a longer one would show it cut.
     page.set_viewport_size({"width": 1100, "height": 1500})
-    page.goto(f"{host.origin}/host.html?{urlencode({'tool': tool, 'args': json.dumps(args)})}")
+    query = urlencode({"tool": tool, "args": json.dumps(args), "protocol": protocol})
+    page.goto(f"{host.origin}/host.html?{query}")
     expect(page.locator("#state")).to_have_text("rendered", timeout=20_000)
+    expect(page.locator("#protocol")).to_have_text(protocol)  # what the client negotiated
     return page.frame_locator("iframe[title='SessionVault handoff']")
 
 
@@ -119,3 +125,32 @@ def test_the_session_list_opens_a_session_through_the_bridge(
         app.get_by_role("button", name="Open ledger-export").click()
         expect(app.get_by_role("heading", name="ledger-export")).to_be_visible()
         expect(app.get_by_text("CSV export")).to_be_visible()
+
+
+def test_a_host_speaking_2025_11_25_renders_the_app_too(
+    server, handoff, page: Page, artifacts: Path, apps_modules: Path
+) -> None:
+    """The hosts that render Apps today mostly speak 2025-11-25: they declare the extension in
+    `initialize`, which this stateless server never sees. The link rides every answer (a host
+    without Apps ignores `_meta`), so the App reaches them; the claim goes through as on 2026."""
+    with HostSite(apps_modules, server.url, handoff.key) as host:
+        app = open_host(page, host, "load_session", {"name": "payments-retry"}, protocol="2025-11-25")
+        expect(app.get_by_role("heading", name="payments-retry")).to_be_visible()
+        expect(app.get_by_text("Handoff: open")).to_be_visible()
+        page.screenshot(path=str(artifacts / "mcp-app-handoff-2025-11-25.png"), full_page=True)
+        app.get_by_role("button", name="Claim this handoff").click()
+        expect(app.get_by_text(f"Claimed payments-retry version 1 for {HOST}.")).to_be_visible()
+        calls = [json.loads(body) for body in host.forwarded]
+    # The 2025 connect sequence: the declaration only in initialize, no request carries one.
+    first = calls[0]
+    assert first["method"] == "initialize" and first["params"]["protocolVersion"] == "2025-11-25"
+    assert first["params"]["capabilities"]["extensions"] == {
+        "io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}
+    }
+    assert all(
+        "io.modelcontextprotocol/clientCapabilities" not in (c.get("params") or {}).get("_meta", {})
+        for c in calls
+    )
+    assert "server/discover" not in {c.get("method") for c in calls}
+    loaded = tool_result(server.url, handoff.key, "load_session", name="payments-retry")["structuredContent"]
+    assert loaded["handoff"]["state"] == "accepted" and loaded["handoff"]["accepted_by"] == HOST

@@ -425,7 +425,7 @@ def _key_id_any(owner: Any) -> str:
     return str(row["id"])
 
 
-# --- the MCP App (server/mcp/app_view.py): linked only for hosts that declare the extension ----
+# --- the MCP App (server/mcp/app_view.py): linked for every host, listed for declaring ones -----
 
 MODERN = "2026-07-28"
 UI = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
@@ -470,9 +470,47 @@ CALLS = [
 ]
 
 
-def test_hosts_without_the_extension_get_exactly_todays_results(server, runtime, http, monkeypatch) -> None:
+@pytest.fixture
+def app_switched_off(monkeypatch) -> Any:
+    """A function that switches the App off in this process, as the server was before it existed:
+    no UI tools, no declaration seen (tools.definitions() is rebuilt, and rebuilt again after)."""
     from sessionvault.server.mcp import resources, tools
 
+    def off() -> None:
+        monkeypatch.setattr(tools, "UI_TOOLS", frozenset())
+        monkeypatch.setattr(resources, "apps_declared", lambda ctx: False)
+        tools.definitions.cache_clear()
+
+    yield off
+    monkeypatch.undo()
+    tools.definitions.cache_clear()
+
+
+def _without_link(method: str, params: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """`answer` with the App's link taken out, after checking it is exactly the link, where the
+    ext-apps spec puts it: the UI tools' definitions and results."""
+    link = {"ui": {"resourceUri": "ui://sessionvault/handoff.html"}}
+    if method == "tools/list":
+        for tool in answer["result"]["tools"]:
+            if tool["name"] in ("load_session", "list_sessions"):
+                assert tool.pop("_meta") == link
+            else:
+                assert "_meta" not in tool
+    elif method == "tools/call" and params["name"] in ("load_session", "list_sessions"):
+        meta = answer["result"]["_meta"]  # on 2026-07-28 it also names the server
+        assert {"ui": meta.pop("ui")} == link
+        if not meta:
+            del answer["result"]["_meta"]
+    return answer
+
+
+def test_hosts_without_the_extension_get_the_link_and_nothing_else_new(
+    server, runtime, http, app_switched_off
+) -> None:
+    """The hosts that render Apps mostly speak 2025-11-25, whose capabilities a stateless server
+    never sees: every host gets `_meta.ui.resourceUri` on load_session / list_sessions (the spec:
+    a host without Apps treats the tool as a standard one). Apart from that link, byte for byte
+    what the server answered before the App; resources/list shows the App to declaring hosts only."""
     user = make_user(runtime)
     save(server.url, user.key, name="app", summary="s", repo=REPO, handoff=True)
     undeclared = [
@@ -485,31 +523,20 @@ def test_hosts_without_the_extension_get_exactly_todays_results(server, runtime,
         repr(c): [mcp(http, server.url, user.key, m, p, c).content for m, p in CALLS] for c in undeclared
     }
     declared = [mcp(http, server.url, user.key, m, p, UI).json() for m, p in CALLS]
-    # The same server with the App switched off: what it answered before the App existed.
-    monkeypatch.setattr(tools, "apps_declared", lambda ctx: False)
-    monkeypatch.setattr(resources, "apps_declared", lambda ctx: False)
+    app_switched_off()
     for capabilities in undeclared:
         before = [mcp(http, server.url, user.key, m, p, capabilities).content for m, p in CALLS]
-        assert answers[repr(capabilities)] == before  # byte for byte
-    for (method, params), with_ui, without in zip(CALLS, declared, answers[repr({})], strict=True):
-        plain = json.loads(without)
-        if method == "tools/list":
-            linked = {t["name"]: t.get("_meta") for t in with_ui["result"]["tools"]}
-            assert (
-                linked["load_session"]
-                == linked["list_sessions"]
-                == {"ui": {"resourceUri": "ui://sessionvault/handoff.html"}}
-            )
-            assert linked["save_session"] is None and linked["search_sessions"] is None
-            for tool in with_ui["result"]["tools"]:
-                tool.pop("_meta", None)
-        elif method == "resources/list":
+        for (method, params), now, then in zip(CALLS, answers[repr(capabilities)], before, strict=True):
+            if method == "tools/list" or params.get("name") in ("load_session", "list_sessions"):
+                assert _without_link(method, params, json.loads(now)) == json.loads(then), method
+            else:
+                assert now == then, (method, params)  # byte for byte
+    for (method, _params), with_ui, without in zip(CALLS, declared, answers[repr({})], strict=True):
+        if method == "resources/list":
             (app,) = [r for r in with_ui["result"]["resources"] if r["uri"].startswith("ui://")]
             assert app["mimeType"] == "text/html;profile=mcp-app"
             with_ui["result"]["resources"].remove(app)
-        elif params["name"] in ("load_session", "list_sessions"):
-            assert with_ui["result"]["_meta"].pop("ui") == {"resourceUri": "ui://sessionvault/handoff.html"}
-        assert with_ui == plain, method  # nothing else differs
+        assert with_ui == json.loads(without), method  # the declaration adds the listing only
 
 
 def test_the_app_resource_is_the_handoff_view_with_no_network_and_no_secret(server, runtime, http) -> None:

@@ -152,7 +152,7 @@ def test_sign_in_browse_revoke_and_sign_out_through_api_gateway(functions) -> No
     assert browser.get("/web/keys")["statusCode"] == 303
 
 
-def test_the_mcp_app_is_linked_for_a_declaring_host_on_lambda(functions) -> None:
+def test_the_mcp_app_is_linked_on_lambda(functions) -> None:
     admin, mcp = functions
     _, key = new_user(admin, "read,write")
     tool(mcp, key, "save_session", name="app", summary="s", handoff=True)
@@ -169,7 +169,9 @@ def test_the_mcp_app_is_linked_for_a_declaring_host_on_lambda(functions) -> None
     linked = body_json(mcp.handler(http_event(call, key=key, **headers), LambdaContext()))["result"]
     assert linked["_meta"]["ui"] == {"resourceUri": "ui://sessionvault/handoff.html"}
     plain = tool(mcp, key, "load_session", name="app")
-    assert "_meta" not in plain  # a 2025-era stateless call declares nothing: today's result
+    # A 2025-era stateless call declares nothing, and gets the link all the same: the hosts that
+    # render Apps mostly speak 2025-11-25, and a host without Apps ignores `_meta` (SEP-1865).
+    assert plain["_meta"] == {"ui": {"resourceUri": "ui://sessionvault/handoff.html"}}
     uri = "ui://sessionvault/handoff.html"
     read = rpc("resources/read", {"uri": uri, "_meta": meta})
     headers = {"mcp_protocol_version": modern, "mcp_method": "resources/read", "mcp_name": uri}

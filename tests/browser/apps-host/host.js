@@ -14,11 +14,15 @@ async function main() {
   const tool = query.get("tool") || "load_session";
   const args = JSON.parse(query.get("args") || "{}");
 
+  // ?protocol=2025-11-25: the plain 2025 connect sequence (what the hosts that render Apps speak
+  // today), the extension declared in `initialize`; otherwise 2026-07-28, declared per request.
+  const legacy = query.get("protocol") === "2025-11-25";
   const client = new Client(HOST, {
     capabilities: { extensions: UI },
-    versionNegotiation: { mode: { pin: "2026-07-28" } },
+    versionNegotiation: { mode: legacy ? "legacy" : { pin: "2026-07-28" } },
   });
   await client.connect(new StreamableHTTPClientTransport(new URL("/mcp", location.href)));
+  document.getElementById("protocol").textContent = client.getNegotiatedProtocolVersion() || "";
   const { tools } = await client.listTools();
   const definition = tools.find((t) => t.name === tool);
   const uri = definition && getToolUiResourceUri(definition);

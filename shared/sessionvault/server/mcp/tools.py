@@ -24,7 +24,7 @@ from sessionvault.core import framing, records
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.errors import NotAdmitted, VaultError
 from sessionvault.server.mcp import app_view, prompts, resources
-from sessionvault.server.mcp.call_state import apps_declared, current_call
+from sessionvault.server.mcp.call_state import current_call
 from sessionvault.server.mcp.schema import compact_schema
 from sessionvault.service import purge
 from sessionvault.service.principal import Principal
@@ -190,16 +190,15 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
     )
 
 
-@cache
-def definitions() -> tuple[types.Tool, ...]:
-    """Built once per process: the SDK asks for them on every tools/list (and, on the
-    2026-07-28 protocol, to check each tools/call's parameters)."""
-    return tuple(spec.definition() for spec in LISTED)
-
-
 # The MCP App (`server/mcp/app_view.py`): these tools' definitions and results link the handoff
-# view through `_meta.ui.resourceUri`, for hosts that declare the MCP Apps extension only. Every
-# other host gets exactly what it got before: the same definitions, the same result bytes.
+# view through `_meta.ui.resourceUri`, for every host. The hosts that render Apps mostly speak
+# 2025-11-25 and declare the extension in `initialize`, which this stateless server never sees,
+# so a link gated on the declaration would never reach them. The ext-apps specification (SEP-1865,
+# 2026-01-26, "Resource Discovery") lets it ride everywhere: a host that does not support MCP Apps
+# treats such a tool as a standard tool, and `_meta` is not model context. The content stays the
+# full text answer (its text-only fallback); resources/list still shows the App only to a host
+# that declares it (the spec lets a server omit UI-only resources), so @-mention lists are as
+# they were.
 UI_TOOLS = frozenset({"load_session", "list_sessions"})
 
 
@@ -209,13 +208,14 @@ def ui_meta() -> dict[str, Any]:
 
 
 @cache
-def app_definitions() -> tuple[types.Tool, ...]:
-    """`definitions()`, with the UI link on the tools that show the handoff view."""
+def definitions() -> tuple[types.Tool, ...]:
+    """Built once per process: the SDK asks for them on every tools/list (and, on the
+    2026-07-28 protocol, to check each tools/call's parameters). The UI tools carry the link."""
     return tuple(
-        tool.model_copy(update={"meta": {**(tool.meta or {}), **ui_meta()}})
-        if tool.name in UI_TOOLS
-        else tool
-        for tool in definitions()
+        spec.definition().model_copy(update={"meta": ui_meta()})
+        if spec.name in UI_TOOLS
+        else spec.definition()
+        for spec in LISTED
     )
 
 
@@ -224,14 +224,13 @@ def build_server(vault: Vault) -> Server:
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         allowed = current_call.get().principal.scopes  # only the tools this key may call
-        tools = app_definitions() if apps_declared(ctx) else definitions()
         return types.ListToolsResult(
-            tools=[t for t, s in zip(tools, LISTED, strict=True) if s.scope in allowed]
+            tools=[t for t, s in zip(definitions(), LISTED, strict=True) if s.scope in allowed]
         )
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         result = await call_tool(vault, params.name, params.arguments)
-        if params.name in UI_TOOLS and not result.is_error and apps_declared(ctx):
+        if params.name in UI_TOOLS and not result.is_error:
             result.meta = {**(result.meta or {}), **ui_meta()}
         return result
 
@@ -246,5 +245,5 @@ def build_server(vault: Vault) -> Server:
         on_get_prompt=prompts.on_get_prompt,
         **resources.build(vault),
     )
-    server.extensions[EXTENSION_ID] = {}  # advertised (SEP-2133); what it adds is per request
+    server.extensions[EXTENSION_ID] = {}  # advertised (SEP-2133); the tools link the App for all
     return server
