@@ -6,7 +6,8 @@
     GET  /web/session          name, version: one version as readable sections
     GET  /web/versions         name, a, b: the versions kept and a diff between any two
     GET  /web/handoffs         every offer and its state (open, accepted by whom and when, expired)
-    GET  /web/activity         the account's recent audit rows
+    GET  /web/activity         the account's recent audit rows (protocol messages folded), calls per day
+    GET  /web/clients          per client: last checkpoint, save and handoff; the handoffs between them
     GET  /web/keys             the account's keys
     POST /web/keys/revoke      key, csrf, step=confirm (a confirmation page) | step=revoke (needs delete)
     GET  /web/members          workspace: its members, for its owners (docs/teams.md)
@@ -41,7 +42,16 @@ from sessionvault.server.web import cookie as cookie
 from sessionvault.server.web.call import Call
 from sessionvault.server.web.form import read_form
 from sessionvault.server.web.gate import Gate
-from sessionvault.server.web.handlers import history, keys, listing, members, session, signin, versions
+from sessionvault.server.web.handlers import (
+    clients,
+    history,
+    keys,
+    listing,
+    members,
+    session,
+    signin,
+    versions,
+)
 from sessionvault.server.web.pages.layout import message
 from sessionvault.server.web.responses import refusal
 from sessionvault.telemetry import RequestLog
@@ -56,6 +66,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", PREFIX + "/versions"): "web/versions",
     ("GET", PREFIX + "/handoffs"): "web/handoffs",
     ("GET", PREFIX + "/activity"): "web/activity",
+    ("GET", PREFIX + "/clients"): "web/clients",
     ("GET", PREFIX + "/keys"): "web/keys",
     ("POST", PREFIX + "/keys/revoke"): "web/keys.revoke",
     ("GET", PREFIX + "/members"): "web/members",
@@ -74,6 +85,7 @@ HANDLERS: dict[str, Handler] = {
     PREFIX + "/versions": versions.versions_page,
     PREFIX + "/handoffs": history.handoffs_page,
     PREFIX + "/activity": history.activity_page,
+    PREFIX + "/clients": clients.clients_page,
     PREFIX + "/keys": keys.keys_page,
     PREFIX + "/keys/revoke": keys.revoke,
     PREFIX + "/members": members.members_page,

@@ -18,7 +18,8 @@ from sessionvault.server.web.pages.style import STYLE
 e = html.escape
 
 NAV = (("sessions", "/", "Sessions"), ("handoffs", "/web/handoffs", "Handoffs"),
-       ("activity", "/web/activity", "Activity"), ("keys", "/web/keys", "Keys"))  # fmt: skip
+       ("clients", "/web/clients", "Clients"), ("activity", "/web/activity", "Activity"),
+       ("keys", "/web/keys", "Keys"))  # fmt: skip
 NO_REPO = "(no repository)"
 
 

@@ -54,6 +54,18 @@ STYLE = (
     ".versions ul{display:flex;flex-wrap:wrap;gap:.25rem 1.25rem;list-style:none;padding:0;margin:.25rem 0}"
     ".spaces ul{display:inline-flex;flex-wrap:wrap;gap:.25rem 1rem;list-style:none;padding:0;margin:0 .5rem}"
     ".spaces [aria-current=page]{font-weight:700;color:var(--fg)}form.inline{display:inline}"
+    # The server-drawn pictures (pages/charts.py): sized by the page, coloured here.
+    "figure.chart{margin:1rem 0;background:#fff;border:1px solid var(--line);border-radius:8px;"
+    "padding:.75rem}"
+    "svg.flow{display:block;width:100%;max-width:30rem;height:auto;margin:0 auto}"
+    "svg.bars{display:block;max-width:100%;height:auto}"
+    ".flow .node circle{fill:#eef3fb;stroke:var(--accent);stroke-width:2}"
+    ".flow text,.bars text{font-size:11px;fill:var(--fg)}"
+    ".flow .edge path{fill:none;stroke:var(--muted);stroke-width:2}.flow .head{fill:var(--muted)}"
+    ".flow .edge text{font-weight:700;fill:var(--accent);paint-order:stroke;stroke:#fff;stroke-width:4px}"
+    ".bars rect{fill:var(--accent)}"
+    "figcaption{color:var(--muted);font-size:.9rem}figcaption ul{margin:.5rem 0 0;padding-left:1.25rem}"
+    "tr.protocol td{color:var(--muted);font-size:.9rem}details summary{cursor:pointer}"
     # A phone (390 px): nothing may make the page wider than the screen. Long unbroken text
     # (names, repos, keys, paths, URLs) wraps where it must; in a table only where a line
     # overflows (break-word keeps a column as wide as its longest word: `anywhere` squeezed
