@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sessionvault.core import records
 
 from ..conftest import make_user
@@ -197,57 +199,27 @@ def claude_code_sees(env: Env, url: str, key: str, marker: str, source: str) -> 
 # --- the pairs -----------------------------------------------------------------------------------
 
 
-def handoff(runtime: Any, client_env: Env, tool_calls: ToolCalls) -> tuple[Any, str]:
+# Each pair: the source's run, the id its checkpoints carry, the plan step its task list shows
+# (None: its headless mode offers the model no task list), the clone the target starts in, and
+# the target that must see it.
+PAIRS = {
+    "gemini-cli-to-copilot-cli": (run_gemini, "gemini", CHECK_STEP, "copilot", copilot_sees),
+    "copilot-cli-to-droid": (run_copilot, "copilot-cli", CHECK_STEP, "droid", droid_sees),
+    "droid-to-cline": (run_droid, "droid", None, "cline", cline_sees),
+    "cline-to-kilo-code": (run_cline_cli, "cline-cli", None, "kilo", kilo_sees),
+    "kilo-code-to-claude-code": (run_kilo_code, "kilo-code", CHECK_STEP, "claude", claude_code_sees),
+}
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_a_client_hands_over_to_another_with_no_tool_call(
+    pair: str, server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+) -> None:
+    run, source, step, clone, sees = PAIRS[pair]
     user = make_user(runtime)
     make_clone(client_env.project, SSH_REMOTE)
-    return user, f"zero-call-marker-{os.urandom(6).hex()}"
-
-
-def test_gemini_cli_hands_over_to_copilot_cli_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user, marker = handoff(runtime, client_env, tool_calls)
-    out = run_gemini(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "gemini", marker, CHECK_STEP, out)
+    marker = f"zero-call-marker-{os.urandom(6).hex()}"
+    out = run(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, source, marker, step, out)
     assert tool_calls.calls("checkpoint_session", user.id), out
-    copilot_sees(other_clone(client_env, tmp_path, "copilot"), server.url, user.key, marker, "gemini")
-
-
-def test_copilot_cli_hands_over_to_droid_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user, marker = handoff(runtime, client_env, tool_calls)
-    out = run_copilot(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "copilot-cli", marker, CHECK_STEP, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-    droid_sees(other_clone(client_env, tmp_path, "droid"), server.url, user.key, marker, "copilot-cli")
-
-
-def test_droid_hands_over_to_cline_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user, marker = handoff(runtime, client_env, tool_calls)
-    out = run_droid(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "droid", marker, None, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-    cline_sees(other_clone(client_env, tmp_path, "cline"), server.url, user.key, marker, "droid")
-
-
-def test_cline_hands_over_to_kilo_code_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user, marker = handoff(runtime, client_env, tool_calls)
-    out = run_cline_cli(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "cline-cli", marker, None, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-    kilo_sees(other_clone(client_env, tmp_path, "kilo"), server.url, user.key, marker, "cline-cli")
-
-
-def test_kilo_code_hands_over_to_claude_code_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user, marker = handoff(runtime, client_env, tool_calls)
-    out = run_kilo_code(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "kilo-code", marker, CHECK_STEP, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "kilo-code")
+    sees(other_clone(client_env, tmp_path, clone), server.url, user.key, marker, source)

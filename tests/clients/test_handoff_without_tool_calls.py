@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sessionvault.core import records
 
 from ..conftest import make_user
@@ -319,44 +321,29 @@ def test_claude_code_hands_over_to_gemini_cli_with_no_tool_call(
     gemini_sees(other_clone(client_env, tmp_path, "gemini"), server.url, user.key, marker, "claude-code")
 
 
-def test_codex_hands_over_to_claude_code_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
+# Each pair: the source's run, the id its checkpoints carry, the clone the target starts in, and
+# the target that must see the checkpoint.
+PAIRS = {
+    "codex-to-claude-code": (run_codex, "codex", "claude", claude_code_sees),
+    "qwen-code-to-codex": (run_qwen, "qwen", "codex", codex_sees),
+    # Qwen Code as the target too: every capture client is a source and a target somewhere.
+    "codex-to-qwen-code": (run_codex, "codex", "qwen", qwen_sees),
+}
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_a_client_hands_over_to_another_with_no_tool_call(
+    pair: str, server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
 ) -> None:
+    run, source, clone, sees = PAIRS[pair]
     user = make_user(runtime)
     make_clone(client_env.project, SSH_REMOTE)
     marker = f"zero-call-marker-{os.urandom(6).hex()}"
-    out = run_codex(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "codex", marker, CHECK_STEP, out)
+    out = run(client_env, server.url, user.key, marker)
+    the_checkpoint(runtime, user, source, marker, CHECK_STEP, out)
     assert tool_calls.calls("checkpoint_session", user.id), out
 
-    claude_code_sees(other_clone(client_env, tmp_path, "claude"), server.url, user.key, marker, "codex")
-
-
-def test_qwen_code_hands_over_to_codex_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    user = make_user(runtime)
-    make_clone(client_env.project, SSH_REMOTE)
-    marker = f"zero-call-marker-{os.urandom(6).hex()}"
-    out = run_qwen(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "qwen", marker, CHECK_STEP, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-
-    codex_sees(other_clone(client_env, tmp_path, "codex"), server.url, user.key, marker, "qwen")
-
-
-def test_codex_hands_over_to_qwen_code_with_no_tool_call(
-    server, runtime, client_env: Env, tool_calls: ToolCalls, tmp_path: Path
-) -> None:
-    """Qwen Code as the target too: every capture client is a source and a target somewhere."""
-    user = make_user(runtime)
-    make_clone(client_env.project, SSH_REMOTE)
-    marker = f"zero-call-marker-{os.urandom(6).hex()}"
-    out = run_codex(client_env, server.url, user.key, marker)
-    the_checkpoint(runtime, user, "codex", marker, CHECK_STEP, out)
-    assert tool_calls.calls("checkpoint_session", user.id), out
-
-    qwen_sees(other_clone(client_env, tmp_path, "qwen"), server.url, user.key, marker, "codex")
+    sees(other_clone(client_env, tmp_path, clone), server.url, user.key, marker, source)
 
 
 # --- the check itself --------------------------------------------------------------------------
