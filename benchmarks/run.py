@@ -25,7 +25,9 @@ back-pressure) run on an embedded PostgreSQL of their own;
 an embedded PostgreSQL of its own; `million` (benchmarks/million.py: load, list, search and recall
 at 100,000 and at BENCH_MILLION_SESSIONS, default 300,000) opens seed.py's database and a larger
 one of its own (benchmarks/seed_scaled.py), each cached. `partitions` (benchmarks/partitions.py:
-the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own."""
+the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own.
+`httppath` (benchmarks/httppath.py: load_session over HTTP against the same call in process) runs on an
+embedded PostgreSQL of its own."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction", "fleet", "million", "partitions",
+    "redaction", "fleet", "million", "partitions", "httppath",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -150,6 +152,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .partitions import prune_figures
 
         prune_figures()
+    elif name == "httppath":  # the HTTP path against the in-process call (benchmarks/httppath.py)
+        from .httppath import http_path
+
+        http_path()
     elif name == "roundtrips":
         measure.round_trips(ctx)
     elif name == "latency":

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from .common import RUN, ms, p50, p95, section
@@ -39,6 +40,9 @@ class Served:
     url: str
     keys: list[str]  # one API key per user, each its own user
     pid: int
+    users: list[str]  # their ids, in the order of `keys`
+    db: Any  # the embedded database (local.host.embedded.Embedded): for in-process calls
+    settings: Any  # the server's Settings (database, master key, salt): for in-process calls
 
 
 @contextmanager
@@ -59,15 +63,16 @@ def own_server(users: int = 1) -> Iterator[Served]:
         salt = "bench-steady-salt-0123456789abcdef"
         admin = Database(db.admin_url, max_size=1)
         try:
-            provider = key_provider(make_settings(db.app_url, master_key, salt))
-            keys = []
+            settings = make_settings(db.app_url, master_key, salt)
+            provider = key_provider(settings)
+            keys, ids = [], []
             for n in range(users):
-                user = accounts.create_user(admin, provider, f"bench-steady-{n}")
+                ids.append(user := accounts.create_user(admin, provider, f"bench-steady-{n}"))
                 keys.append(accounts.create_key(admin, user, "bench", ("read", "write", "delete"))[0])
         finally:
             admin.close()
         with ServerProcess(db.app_url, master_key, salt) as server:
-            yield Served(server.url, keys, server.proc.pid)
+            yield Served(server.url, keys, server.proc.pid, ids, db, settings)
     finally:
         try:
             embedded.stop(home)

@@ -1,5 +1,7 @@
 """/mcp, once its method is POST: the edge checks (before the body is read and before any
-database work), the body, the admission, and the MCP SDK's handling of the request.
+database work), the body, the admission, and the MCP SDK's handling of the request (a
+2025-era request in `exchange.py`, without the SDK's per-request transport; a 2026-07-28
+one through the SDK's session manager, whose entry for it is a single exchange already).
 
 The admission goes one of two ways: a tool call whose credential this instance admitted
 lately rides on the tool's own transaction (one flight, `server/admission/riding.py`), its answer held
@@ -19,6 +21,7 @@ from sessionvault.server.admission import admitter as auth
 from sessionvault.server.admission import guard, riding
 from sessionvault.server.edge import answered_with_error, budget_of, method_of, read_json
 from sessionvault.server.mcp.call_state import CallState, current_call
+from sessionvault.server.mcp.exchange import JsonExchange, handshake_era
 from sessionvault.server.mcp.host import ManagerPerLoop, mcp_errors_only
 from sessionvault.server.mcp.tools import TOOL_NAMES, build_server, scope_of
 from sessionvault.service.principal import Principal
@@ -45,6 +48,7 @@ class McpEndpoint:
             allowed_hosts=list(settings.allowed_hosts),
             allowed_origins=list(policy.origins),
         )
+        self.exchange = JsonExchange(self.server, self.security)
         self.manager = ManagerPerLoop(
             lambda: StreamableHTTPSessionManager(
                 self.server,
@@ -122,8 +126,12 @@ class McpEndpoint:
                 reply.extend(message.get("body", b""))
             await send(message)
 
-        manager = await self.manager.get()
-        await manager.handle_request(scope, replay, watch)
+        legacy, version = handshake_era(scope)
+        if legacy:  # 2025 era: one JSON exchange in this task (`exchange.py`)
+            await self.exchange.serve(scope, replay, watch, version)
+        else:  # 2026-07-28: the SDK's own single-exchange entry, through its manager
+            manager = await self.manager.get()
+            await manager.handle_request(scope, replay, watch)
         return status, bytes(reply)
 
 
