@@ -221,7 +221,11 @@ def _seed(db, master_key: str, p: dict, timings: dict[str, float]) -> tuple[str,
             f" {timings['generate_seal_copy_s']:.1f} s (COPY {copy_s:.1f} s of it)"
         )
         t = time.perf_counter()
-        conn.execute("SET maintenance_work_mem = '1GB'")
+        # The graph is built in memory while it fits (pgvector warns and slows down once it
+        # does not): 384 floats plus the graph's links come to ~3 KB a row, so 1 GB covers
+        # 300,000 rows and a million want ~4 GB (this machine has 24 GiB).
+        memory_mb = max(1024, p["sessions"] * 4 // 1024)  # type: ignore[operator]
+        conn.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
         conn.execute("SET max_parallel_maintenance_workers = 1")
         for _, definition in hnsw:
             conn.execute(definition)
