@@ -27,7 +27,10 @@ at 100,000 and at BENCH_MILLION_SESSIONS, default 300,000) opens seed.py's datab
 one of its own (benchmarks/seed_scaled.py), each cached. `partitions` (benchmarks/partitions.py:
 the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own.
 `httppath` (benchmarks/httppath.py: load_session over HTTP against the same call in process) runs on an
-embedded PostgreSQL of its own."""
+embedded PostgreSQL of its own.
+`peer` (benchmarks/peer.py: mcp-memory-service 12.4.0 beside this server, same corpus and model, calls
+interleaved) builds the peer's virtualenv once outside the repository (/var/tmp/sessionvault-bench-peer)
+and runs this server on an embedded PostgreSQL of its own."""
 
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction", "fleet", "million", "partitions", "httppath",
+    "redaction", "fleet", "million", "partitions", "httppath", "peer",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -152,6 +155,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .partitions import prune_figures
 
         prune_figures()
+    elif name == "peer":
+        from .peer import peer
+
+        peer()
     elif name == "httppath":  # the HTTP path against the in-process call (benchmarks/httppath.py)
         from .httppath import http_path
 
