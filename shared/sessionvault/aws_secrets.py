@@ -8,10 +8,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sessionvault.errors import ConfigError, SecretReadError
 from sessionvault.settings import Settings
+
+if TYPE_CHECKING:
+    import urllib.request
 
 # Inside Lambda: Settings field -> the environment variable naming the secret that holds it.
 SECRETS = {
@@ -25,12 +30,12 @@ OPTIONAL_SECRETS = {"openai_api_key"}
 def fetch_secret(name: str) -> str:
     """A Secrets Manager value (SecretString). Read at every cold start, so without boto3:
     importing boto3, botocore and s3transfer costs a Lambda init some 300 ms, more than the
-    call. One signed HTTPS request (`_get_secret_value`) does what the SDK would. When botocore
+    call. One signed HTTPS request (`_get_secret_value`) does what the SDK would. When boto3
     is loaded already (a process that uses it anyway, moto's in-process mock in the tests), the
-    SDK serves it instead: it costs nothing more there."""
+    SDK serves it instead: it costs nothing more there. Not botocore: Powertools imports it."""
     import sys
 
-    if "botocore" in sys.modules:
+    if "boto3" in sys.modules:
         import boto3  # type: ignore[import-untyped]
 
         try:
@@ -98,9 +103,8 @@ def aws_json(
         raise error(exc.code) from None
     signed = sigv4_headers("POST", endpoint, headers, body, region, service, credentials)
     request = urllib.request.Request(endpoint, data=body, method="POST", headers=signed)
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # Lambda has no proxy
     try:
-        with opener.open(request, timeout=timeout_s) as answer:
+        with _opener().open(request, timeout=timeout_s) as answer:
             return dict(json.loads(answer.read()))
     except urllib.error.HTTPError as exc:
         try:
@@ -110,6 +114,16 @@ def aws_json(
         raise error(code or f"HTTP{exc.code}") from None
     except (OSError, ValueError) as exc:
         raise error(type(exc).__name__) from None
+
+
+@cache
+def _opener() -> urllib.request.OpenerDirector:
+    """One per process: each opener's HTTPS context loads the CA bundle (~20 ms of CPU), which
+    a cold start paid for every secret read and again for the first save's KMS call. No proxy:
+    Lambda has none."""
+    import urllib.request
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class KmsClient:

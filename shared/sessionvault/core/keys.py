@@ -113,12 +113,13 @@ class KmsKeyProvider:
         """Made on the first request that needs KMS, never at init (a client made at init
         would hold the credentials of that moment: in a SnapStart snapshot, stale ones in every
         restored copy). The stdlib client (`aws_secrets.KmsClient`, one signed request a call):
-        importing boto3 cost a cold Lambda's first save some 250 ms. boto3's only where botocore
-        is loaded already (a process that uses it anyway; moto's in-process mock in the tests)."""
+        importing boto3 cost a cold Lambda's first save some 250 ms. boto3's only where boto3
+        is loaded already (a process that uses it anyway; moto's in-process mock in the tests):
+        not botocore, which Powertools' package imports on a Lambda's first request."""
         if self._client is None:
             with self._client_lock:  # one client, however many threads ask first
                 if self._client is None:
-                    if "botocore" in sys.modules:
+                    if "boto3" in sys.modules:
                         import boto3  # type: ignore[import-untyped]
 
                         self._client = boto3.client("kms")

@@ -1,15 +1,21 @@
 """Pass 2 of secret scrubbing (`redact`): detect-secrets, Yelp's maintained detector library,
 through its plugin API, line by line (which plugins, and why some are left out: see the
-`redact` module docstring). Imported on the first scrub only: detect-secrets pulls in
-`requests`, which no Lambda cold start should pay for."""
+`redact` module docstring). Imported on the first scrub only, and its modules see a stand-in
+for `requests` (`_offline`): they import it (urllib3, charset_normalizer) only to verify a
+secret over the network, which scrubbing never does, and it cost a cold Lambda's first save."""
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import re
 import string
-from collections.abc import Iterator
+import sys
+import threading
+import types
+from collections.abc import Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NoReturn
 
 from sessionvault.core.secret_context import looks_fake
 from sessionvault.core.secret_patterns import AWS_ACCESS_KEY, MARKER_START, is_placeholder, marker
@@ -177,6 +183,7 @@ def _plugins() -> tuple[tuple[Any, ...], re.Pattern[str]]:
     """One instance of each plugin we use, known-token ones first, then the keyword and the
     high-entropy plugins; and the keyword plugin's own keywords, to skip lines without one.
     Imported here, on the first scrub, not before."""
+    _offline()
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
     from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
@@ -190,6 +197,60 @@ def _plugins() -> tuple[tuple[Any, ...], re.Pattern[str]]:
     last: dict[type[Any], int] = {KeywordDetector: 1, Base64HighEntropyString: 2}
     chosen.sort(key=lambda p: (last.get(type(p), 0), type(p).__name__))  # a stable order
     return tuple(chosen), re.compile("|".join(DENYLIST), re.IGNORECASE)
+
+
+class _Unreachable(types.ModuleType):
+    """`requests` (and any name in it) as detect-secrets' modules see it here: a name resolves
+    (annotations and `except` clauses name it), a call fails (only verification calls it)."""
+
+    def __getattr__(self, name: str) -> _Unreachable:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Unreachable(f"{self.__name__}.{name}")
+
+    def __call__(self, *args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError(f"{self.__name__}: the scrubber never verifies a secret over the network")
+
+
+def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    """detect-secrets' `__import__`: the stand-in for `requests` unless it is loaded already."""
+    if level == 0 and name.partition(".")[0] == "requests" and "requests" not in sys.modules:
+        return _Unreachable("requests")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+class _OfflineLoader(importlib.machinery.SourceFileLoader):
+    """Runs a detect-secrets module (from its bytecode, as usual) with builtins of its own whose
+    `__import__` is `_import`: no other module's imports change."""
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__dict__["__builtins__"] = {**vars(builtins), "__import__": _import}
+        super().exec_module(module)
+
+
+class _OfflineFinder:
+    """detect-secrets' modules, found as the path finder finds them, run by `_OfflineLoader`.
+    It stays on sys.meta_path, so a library module imported later by a function is as well."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Sequence[str] | None = None, target: object = None) -> Any:
+        if fullname.partition(".")[0] != "detect_secrets":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = _OfflineLoader(spec.loader.name, spec.loader.path)
+        return spec
+
+
+_installing = threading.Lock()
+
+
+def _offline() -> None:
+    """`_OfflineFinder` first on sys.meta_path, once. A library loaded before it (by a test, a
+    tool that verifies) is used as it is."""
+    with _installing:
+        if not any(isinstance(finder, _OfflineFinder) for finder in sys.meta_path):
+            sys.meta_path.insert(0, _OfflineFinder())
 
 
 def _filtered(plugin: Any, value: str) -> bool:
