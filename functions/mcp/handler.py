@@ -9,7 +9,18 @@ With SnapStart (template parameter SnapStart=On) Lambda runs this init once per 
 version, snapshots it, and resumes every new environment from that one snapshot. No database
 connection may be in it: the hooks below close the pool before the snapshot (and load the KMS
 client's code, not a client, so the first request after a restore does not import boto3) and
-give each restored copy a fresh pool (docs/snapstart.md). Without SnapStart they never run."""
+give each restored copy a fresh pool (docs/snapstart.md). Without SnapStart they never run.
+
+uvicorn ships in the dependencies layer (the MCP SDK depends on it) but never runs here, and
+sse-starlette, which the SDK's Streamable HTTP module imports, hooks uvicorn's exit handler
+whenever it can import it: uvicorn and click cost init ~25 ms of CPU for nothing. In Lambda's
+runtime (its Runtime API address is set; a test importing this file has none) it cannot."""
+
+import os
+import sys
+
+if os.environ.get("AWS_LAMBDA_RUNTIME_API"):
+    sys.modules.setdefault("uvicorn", None)  # an import of it fails: before the imports below
 
 from mangum import Mangum
 

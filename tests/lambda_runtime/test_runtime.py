@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.timeout(900)]
 # makes init slow is pinned exactly instead: boto3 and friends at init, modules compiled from
 # source at init (a layer without usable bytecode).
 NEVER_AT_INIT = ("boto3", "botocore", "s3transfer", "urllib3", "mcp.client", "mcp.server.mcpserver.server")
+NEVER_AT_INIT += ("mcp.server.apps", "httpx2", "uvicorn", "click")  # issue 29 item 4: ~100 ms of CPU
 INITIALIZE = h.rpc(
     "initialize",
     {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "tier", "version": "1"}},

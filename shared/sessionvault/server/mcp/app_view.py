@@ -17,12 +17,14 @@ import base64
 import hashlib
 from typing import Any
 
-from mcp.server.apps import APP_MIME_TYPE, ResourceCsp
-
 from sessionvault.server.web.pages.style import STYLE
 
+# The extension's id and MIME type, as mcp.server.apps names them (EXTENSION_ID, APP_MIME_TYPE;
+# tests hold them equal), not imported from there: that module loads the SDK's high-level
+# server and httpx2, ~70 ms of a cold Lambda's init, and only resources/list and read need it.
+EXTENSION_ID = "io.modelcontextprotocol/ui"
 URI = "ui://sessionvault/handoff.html"
-MIME = APP_MIME_TYPE
+MIME = "text/html;profile=mcp-app"
 NAME = "SessionVault handoff"
 DESCRIPTION = "A saved session or the session list, with a button that claims an open handoff"
 PROTOCOL_VERSION = "2026-01-26"  # the MCP Apps revision this view speaks
@@ -272,5 +274,7 @@ HTML = (
 
 def resource_meta() -> dict[str, Any]:
     """The resource's `_meta.ui`: no domain for anything (the host's strictest CSP), a border."""
+    from mcp.server.apps import ResourceCsp  # on first use: see EXTENSION_ID
+
     csp = ResourceCsp(connect_domains=[], resource_domains=[], frame_domains=[], base_uri_domains=[])
     return {"ui": {"csp": csp.model_dump(by_alias=True, exclude_none=True), "prefersBorder": True}}

@@ -9,8 +9,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.server.apps import client_supports_apps
-
 from sessionvault.errors import ErrorClass
 from sessionvault.service.principal import Principal
 
@@ -30,7 +28,10 @@ current_call: ContextVar[CallState] = ContextVar("sessionvault_call")
 def apps_declared(ctx: Any) -> bool:
     """The caller declared the MCP Apps extension (`io.modelcontextprotocol/ui`, with its HTML
     MIME type): in this request's `_meta` envelope (2026-07-28), or in the handshake of a
-    connection that kept one. A stateless 2025-era request carries no capabilities: False."""
+    connection that kept one. A stateless 2025-era request carries no capabilities: False.
+    The SDK's check is imported here, not at init (`app_view.EXTENSION_ID` says why)."""
+    from mcp.server.apps import client_supports_apps
+
     try:
         return client_supports_apps(ctx)
     except AttributeError:  # a context without a session (a direct call, a test)

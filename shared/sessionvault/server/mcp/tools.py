@@ -15,7 +15,6 @@ import anyio.to_thread
 import psycopg
 import psycopg.errors
 from mcp import types
-from mcp.server.apps import EXTENSION_ID
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -245,5 +244,5 @@ def build_server(vault: Vault) -> Server:
         on_get_prompt=prompts.on_get_prompt,
         **resources.build(vault),
     )
-    server.extensions[EXTENSION_ID] = {}  # advertised (SEP-2133); the tools link the App for all
+    server.extensions[app_view.EXTENSION_ID] = {}  # advertised (SEP-2133); the tools link the App for all
     return server
