@@ -3,7 +3,7 @@ kept-alive connection to `sessionvault serve` (benchmarks/steady.py's `own_serve
 `Vault.load`, the service call the tool handler makes, in one interleaved run.
 
     .venv/bin/python -m benchmarks.run --only httppath
-    .venv/bin/python -m benchmarks.httppath profile [n]    (cProfile of the in-process app)
+    .venv/bin/python -m benchmarks.httppath_profile [profile|layers] [n]   (where the time goes)
 
 Three ways, one after the other for each sample, so the machine's load (shared, 2 cores)
 weighs on all three alike:
@@ -12,23 +12,26 @@ ASGI    the same request through `SessionVaultApp` in this process (no socket, n
         the difference to HTTP is the server's HTTP stack and the client, the difference to
         Vault is ours and the MCP SDK's (edge checks, admission riding on the call's
         transaction, the SDK's protocol handling, the log line);
+Ride    the same load with its admission riding on its transaction (`Admitter.ride`: the key,
+        the rate-limit window and the audit row in the same flight), as the server runs it:
+        the floor of the HTTP path with the admission the server must do;
 Vault   `rt.vault.load(principal, args)` in this process: no HTTP, no admission, no audit.
 Target: HTTP p50 <= 2x Vault p50."""
 
 from __future__ import annotations
 
 import asyncio
-import cProfile
 import dataclasses
 import http.client
 import json
 import os
-import pstats
-import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import psycopg
 
 from .common import RUN, load, ms, p50, p95, section
 from .steady import Served, headers, own_server, post, rpc
@@ -58,6 +61,9 @@ class InProcess:
         settings = dataclasses.replace(served.settings, embeddings="none")  # a load embeds nothing
         self.rt = open_runtime(settings, pool_size=2)
         self.app = SessionVaultApp(self.rt)
+        self.admitter = self.app.admitter  # a separate one would do as well: same state, same SQL
+        self.authorization = f"Bearer {served.keys[0]}"
+        self.base = served.url.removesuffix("/mcp")
         self.who = principal(served.db.owner_url, served.users[0])
         self.args = records.parse(records.LoadArgs, {"name": NAME})
         where = urlsplit(served.url)
@@ -80,6 +86,22 @@ class InProcess:
 
     def vault(self) -> None:
         self.rt.vault.load(self.who, self.args)
+
+    def ride(self) -> None:
+        """The load with its admission riding on its transaction (key, rate-limit window, audit
+        row: the server's one flight), as the server runs it after its HTTP and MCP layers."""
+        from sessionvault.telemetry import RequestLog
+
+        log = RequestLog(request_id="bench", ip="127.0.0.1", user_agent="bench")
+        call = self.admitter.ride(self.authorization, "read", log, self.base)
+        if call is None:  # not admitted lately: admit once, then every later call rides
+            self.admitter.admit(self.authorization, "tool", log, self.base)
+            return self.ride()
+        with call.admission.aboard():
+            self.rt.vault.load(call.principal, self.args)
+        if not self.admitter.settle(call, log, self.base):
+            raise RuntimeError("the ride was stale")
+        return None
 
     async def asgi(self) -> None:
         """One request through the app. Awaited inside one long-lived task (`_in_loop`), as
@@ -120,101 +142,83 @@ def http_path(n: int = 300, warmup: int = 20) -> None:
         f"{RUN} --only httppath",
         f"n={n} each way after {warmup} warm-ups, interleaved sample by sample: HTTP (one kept-alive",
         "connection to `sessionvault serve`), ASGI (SessionVaultApp in this process, no socket),",
-        "Vault (rt.vault.load in this process: the service call the tool makes). Target: HTTP <= 2x Vault.",
+        "Ride (the same load with the admission riding on its transaction, as the server runs it: key,",
+        "rate-limit window and audit row in the one flight), Vault (rt.vault.load in this process: the",
+        "service call the tool makes). Target: HTTP <= 2x Vault.",
+        "server CPU: the server process's CPU time (user + system) per HTTP request over the run;",
+        "WAL flushes: the database's WAL fsyncs (pg_stat_io) per round of the four ways (its WAL",
+        "writer's own every 200 ms included; a server connection reports them at most once a second, so",
+        "a lower bound): a commit that waits for its flush shows as about one per call.",
         f"load average at start: {load()}",
     )
     with own_server() as served:
         where = urlsplit(served.url)
         conn = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port or 80, timeout=30)
-        key = served.keys[0]
-        post(conn, where.path, rpc("save_session", SESSION), key)
+        post(conn, where.path, rpc("save_session", SESSION), served.keys[0])
         here = InProcess(served)
+        load_body = rpc("load_session", {"name": NAME})
         try:
-            load_body = rpc("load_session", {"name": NAME})
-            ways: dict[str, Callable[[], object]] = {
-                "HTTP": lambda: post(conn, where.path, load_body, key),
-                "ASGI": lambda: None,  # awaited below
-                "Vault": here.vault,
-            }
-            samples: dict[str, list[float]] = {way: [] for way in ways}
-
-            async def interleaved() -> None:
-                for i in range(n + warmup):
-                    for way, call in ways.items():
-                        started = time.perf_counter()
-                        if way == "ASGI":
-                            await here.asgi()
-                        else:
-                            call()
-                        took = time.perf_counter() - started
-                        if i >= warmup:
-                            samples[way].append(took)
-
-            _in_loop(interleaved)
+            flushes = -_wal_fsyncs(served.db.owner_url)
+            samples, cpu = _interleaved(
+                here, lambda: post(conn, where.path, load_body, served.keys[0]), served.pid, n, warmup
+            )
+            flushes += _wal_fsyncs(served.db.owner_url)
         finally:
             here.close()
             conn.close()
     vault = p50(samples["Vault"])
-    print(f"   {'way':6} {'p50':>10} {'p95':>10}  {'p50 / Vault p50':>15}")
+    print(f"   {'way':6} {'p50':>10} {'p95':>10}  {'/ Vault p50':>11}")
     for way, taken in samples.items():
-        print(f"   {way:6} {ms(p50(taken))} ms {ms(p95(taken))} ms  {p50(taken) / vault:14.2f}x")
-    print(f"   HTTP / Vault: {p50(samples['HTTP']) / vault:.2f}x (target <= 2x); load average now {load()}")
+        print(f"   {way:6} {ms(p50(taken))} ms {ms(p95(taken))} ms  {p50(taken) / vault:10.2f}x")
+    per_round = flushes / (n + warmup)
+    print(f"   server CPU per HTTP request: {ms(cpu).strip()} ms; WAL flushes per round: {per_round:.2f}")
+    ratio = p50(samples["HTTP"]) / vault
+    print(f"   HTTP / Vault: {ratio:.2f}x (target <= 2x); load average now {load()}")
 
 
-def profile(n: int = 500, top: int = 25) -> None:
-    """cProfile of `n` in-process ASGI requests (after warm-ups): where our app and the SDK spend
-    the time the Vault call does not. Prints the top functions by own time, and the own time
-    summed by package."""
-    with own_server() as served:
-        where = urlsplit(served.url)
-        conn = http.client.HTTPConnection(where.hostname or "127.0.0.1", where.port or 80, timeout=30)
-        post(conn, where.path, rpc("save_session", SESSION), served.keys[0])
-        conn.close()
-        here = InProcess(served)
-        profiler = cProfile.Profile()
-        took = 0.0
-
-        async def profiled() -> None:
-            nonlocal took
-            for _ in range(30):
-                await here.asgi()
-            started = time.perf_counter()
-            profiler.enable()
-            for _ in range(n):
-                await here.asgi()
-            profiler.disable()
-            took = time.perf_counter() - started
-
-        try:
-            _in_loop(profiled)
-        finally:
-            here.close()
-    stats = pstats.Stats(profiler)
-    print(f"{n} in-process ASGI requests under cProfile: {took / n * 1000:.2f} ms each (profiled)")
-    by_package: dict[str, float] = {}
-    for (file, _, _), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
-        by_package[_package(file)] = by_package.get(_package(file), 0.0) + own
-    total = sum(by_package.values())
-    print("own time by package (ms per request, share):")
-    for package, own in sorted(by_package.items(), key=lambda kv: -kv[1])[:15]:
-        print(f"   {package:28} {own / n * 1000:6.3f} ms  {own / total:5.1%}")
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
+def _wal_fsyncs(owner_url: str) -> int:
+    """The database's WAL fsyncs so far (PostgreSQL 18: pg_stat_io, object 'wal')."""
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")  # this backend's own counts, now
+        row = conn.execute("SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal'").fetchone()
+    return int(row[0]) if row else 0
 
 
-def _package(file: str) -> str:
-    """The top-level package of a source file (site-packages or ours), else its kind."""
-    for marker in ("site-packages/", "shared/"):
-        if marker in file:
-            parts = file.split(marker, 1)[1].split("/")
-            return "/".join(parts[:2]) if parts[0] in ("mcp", "sessionvault") else parts[0]
-    if file.startswith("~") or file.startswith("<"):
-        return "builtins"
-    return "stdlib" if "/lib/python3" in file else os.path.basename(file)
+def _interleaved(
+    here: InProcess, over_http: Callable[[], object], pid: int, n: int, warmup: int
+) -> tuple[dict[str, list[float]], float]:
+    """Samples of the three ways, one of each in turn; and the server's CPU per HTTP request."""
+    samples: dict[str, list[float]] = {"HTTP": [], "ASGI": [], "Ride": [], "Vault": []}
+    used = 0.0
+
+    async def interleaved() -> None:
+        nonlocal used
+        for i in range(n + warmup):
+            if i == warmup:
+                used = -_cpu_seconds(pid)
+            for way, taken in samples.items():
+                started = time.perf_counter()
+                if way == "HTTP":
+                    over_http()
+                elif way == "ASGI":
+                    await here.asgi()
+                elif way == "Ride":
+                    here.ride()
+                else:
+                    here.vault()
+                if i >= warmup:
+                    taken.append(time.perf_counter() - started)
+        used += _cpu_seconds(pid)
+
+    _in_loop(interleaved)
+    return samples, used / n
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["profile"]:
-        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 500)
-    else:
-        http_path()
+    http_path()

@@ -190,14 +190,18 @@ def frame_json(value: Any) -> str:
     one line of JSON in a fenced block. JSON already keeps every string on one line ("\\n" stays
     escaped); line separators, controls and invisible format characters are escaped too
     (\\u2028, \\u200b, ...), so the line is safe and still parses to exactly `value`."""
-    text = "".join(_json_char(ch) for ch in json.dumps(value, ensure_ascii=False))
+    text = json.dumps(value, ensure_ascii=False)
+    if not text.isprintable():  # else none to escape (below): skip the walk, char by char, of a long line
+        text = "".join(_json_char(ch) for ch in text)
     return frame([text])
 
 
 def is_safe_line(line: str) -> bool:
     """Whether a line could sit inside a block without starting markup of its own: no line
     breaks or controls, and no heading, quote, fence or tag at its start."""
-    if any(unicodedata.category(ch) in _HIDDEN for ch in line):
+    # `isprintable` is False for every category in _HIDDEN (all Other and Separator ones): the
+    # common line, all printable, skips the walk char by char.
+    if not line.isprintable() and any(unicodedata.category(ch) in _HIDDEN for ch in line):
         return False
     start = line.lstrip()
     return not (start.startswith(("#", ">", "<", "```", "~~~")) or _RULE.match(start))

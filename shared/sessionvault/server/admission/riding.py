@@ -67,7 +67,10 @@ async def ridden(
                 await anyio.to_thread.run_sync(admitter.settle, call, log, base)
             raise
     try:
-        settled = await anyio.to_thread.run_sync(admitter.settle, call, log, base)
+        if call.admission.result is not None:  # decided in the call's own transaction: no I/O left,
+            settled = admitter.settle(call, log, base)  # so no thread hop (~0.1-0.3 ms) either
+        else:
+            settled = await anyio.to_thread.run_sync(admitter.settle, call, log, base)
     except DB_ERRORS as exc:
         raise unavailable(log, exc) from None
     if not settled:
