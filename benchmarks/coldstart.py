@@ -11,9 +11,10 @@ next to wall time: on a shared machine it moves far less with the load.
 Variants: the layers as `sam build` makes them now (unchecked-hash bytecode), and the same
 layers recompiled with timestamp or checked-hash bytecode, or with none, each zipped by SAM's
 own make_zip (every entry dated 1980-01-01) and extracted the way unzip would. Then one run
-under -X importtime (where init's time goes), the first requests of an on-demand environment,
-and a SnapStart environment (init + before-snapshot hook, the after-restore hook, the first
-requests after the restore).
+under -X importtime (where init's time goes), the first requests of an on-demand environment
+(init, first and warm save_session in each of a few fresh ones; what the first save imports,
+after an initialize and a tools/list as a client sends them), and a SnapStart environment
+(init + before-snapshot hook, the after-restore hook, the first requests after the restore).
 
 Needs what the tier needs (the SAM CLI: $SAM_CLI or .venv-sam/bin/sam; python3.12; moto[server];
 pip access to PyPI once, for awslambdaric); without one it says which and skips."""
@@ -189,7 +190,8 @@ def _importtime(h: Any, built: Any, stack: dict[str, Any]) -> None:
     modules = h.imported_modules(output)
     total = sum(cost.values())
     top = sorted(cost.items(), key=lambda kv: -kv[1])[:12]
-    absent = [m for m in ("boto3", "botocore", "s3transfer", "urllib3", "mcp.client") if m not in modules]
+    watched = ("boto3", "botocore", "s3transfer", "urllib3", "requests", "mcp.client", "mcp.server.apps")
+    absent = [m for m in (*watched, "httpx2", "uvicorn", "click") if m not in modules]
     print(
         f"   -X importtime of that init (one run; it inflates): {len(modules)} modules,"
         f" {total / 1000:.0f} ms self"
@@ -241,6 +243,7 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
         return ", ".join(f"{name} {ms:.0f}" for name, ms in timed(env).items())
 
     layout, env_vars = built.layout("McpFunction"), _env(h, built, stack)
+    _first_save_imports(h, layout, env_vars, calls, key)
     rows: dict[str, list[float]] = {"init wall": [], "init CPU": [], "first save": [], "warm save": []}
     for _ in range(FIRST_RUNS):  # fresh environments: each first save is a cold one's
         with h.Environment(layout, env_vars) as env:
@@ -266,3 +269,24 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
             f" hook {restore_ms:.0f}, then (ms) {serve(env)}"
         )
     print("   (the first save_session unwraps the user's data key: one signed stdlib request to KMS)")
+
+
+def _first_save_imports(h: Any, layout: Any, env_vars: dict[str, str], calls: list[Any], key: str) -> None:
+    """What the first save_session imports, after the calls before it (one run, -X importtime):
+    what makes it slower than a warm one, besides its first KMS call and first statements."""
+    output = ""
+    with h.Environment(layout, env_vars, python_flags=("-X", "importtime")) as env:
+        env.wait_init()
+        for name, body in calls:
+            before = len(env.output())
+            env.invoke(h.http_event(body, key=key))
+            if name == "save_session":
+                output = env.output()[before:]
+                break
+    cost = h.importtime_by_package(output)
+    top = sorted(cost.items(), key=lambda kv: -kv[1])[:8]
+    print(
+        f"   the first save_session's imports (-X importtime, one run): {len(h.imported_modules(output))}"
+        f" modules, {sum(cost.values()) / 1000:.0f} ms self: "
+        + ", ".join(f"{n} {us / 1000:.0f}" for n, us in top)
+    )
