@@ -17,6 +17,8 @@ store   save_session of a session record / memory_store of the same record as te
 fetch   load_session by name / the peer has no fetch by name or hash among its tools: its
         exact retrievals are memory_list filtered by the memory's own tag and memory_search
         in mode "exact" (a substring match); both are measured, the faster is the ratio's;
+        a JSON-RPC ping to each server, in the same rotation, shows the floor under every call
+        (client, HTTP, the MCP SDK: no tool, no database);
 search  search_sessions / memory_search (semantic), limit 10, the same query on both;
 then 8 clients fetching at once, cold start (process start to the first search answered,
 the data in place, the server restarted) and memory (RSS of each server process)."""
@@ -172,6 +174,8 @@ def _measure(sv: Side, pr: Side, postmaster: Callable[[], int | None]) -> Figure
     print(f"   first start, empty store (not a figure): SessionVault {first['SessionVault']:.2f} s,", end="")
     print(f" peer {first['peer']:.2f} s")
     stored = interleaved([("SessionVault", sv, "store"), ("peer", pr, "store")], records, skip=5)
+    if "hash embeddings" in pr.handle.output():  # its fallback when no model loads: not the same work
+        raise RuntimeError("the peer did not load the model: " + pr.handle.output()[-2000:])
     names = [r["name"] for r in records]
     probe, sizes = names[len(names) // 2], []
     for side, kind in ((sv, "fetch"), (pr, "fetch"), (pr, "exact")):
@@ -182,7 +186,13 @@ def _measure(sv: Side, pr: Side, postmaster: Callable[[], int | None]) -> Figure
     print(f"   one fetch's result (its JSON): {'; '.join(sizes)}")
     rnd = random.Random(7)
     fetched = interleaved(
-        [("SessionVault", sv, "fetch"), ("peer", pr, "fetch"), ("peer exact", pr, "exact")],
+        [
+            ("SessionVault", sv, "fetch"),
+            ("peer", pr, "fetch"),
+            ("peer exact", pr, "exact"),
+            ("SessionVault ping", sv, "ping"),
+            ("peer ping", pr, "ping"),
+        ],
         [rnd.choice(names) for _ in range(FETCHES + 3)],
     )
     searched = interleaved([("SessionVault", sv, "search"), ("peer", pr, "search")], asked[:SEARCHES])
@@ -211,7 +221,13 @@ def _ms(seconds: float) -> str:
 
 def _report(f: Figures) -> None:
     print("   per call, p50 and p95 (n):")
-    for label, samples in (("store", f.stored), ("exact fetch", f.fetched), ("semantic search", f.searched)):
+    pings = {who[:-5]: f.fetched.pop(who) for who in list(f.fetched) if who.endswith(" ping")}
+    for label, samples in (
+        ("store", f.stored),
+        ("exact fetch", f.fetched),
+        ("ping (no tool)", pings),
+        ("semantic search", f.searched),
+    ):
         cells = [f"{who} {_ms(p50(s))} {_ms(p95(s))} ({len(s)})" for who, s in samples.items()]
         print(f"   {label:16} " + "   ".join(cells))
     rounds = "  ".join(f"{who} {', '.join(f'{r:.0f}' for r in rs)} req/s" for who, rs in f.rates.items())

@@ -135,9 +135,9 @@ class PeerProcess:
             stderr=subprocess.STDOUT,
         )
 
-    def tail(self) -> str:
+    def output(self) -> str:
         self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")[-3000:]
+        return self.log.read().decode("utf-8", "replace")
 
     def stop(self) -> None:
         self.proc.terminate()

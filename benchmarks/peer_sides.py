@@ -156,7 +156,8 @@ class Side:
         tool, args = self.calls["search"](probe)
         while time.perf_counter() - started < 300:
             if self.handle.proc.poll() is not None:
-                raise RuntimeError(f"{self.label} exited at start")
+                detail = getattr(self.handle, "output", str)()[-2000:]
+                raise RuntimeError(f"{self.label} exited at start {detail}")
             client = Mcp(self.url, self.key)
             try:
                 client.call(tool, args)
@@ -179,8 +180,11 @@ class Side:
             self.handle = None
 
     def do(self, kind: str, arg: Any, client: Mcp | None = None) -> str:
+        client = client or self.client or _no_client(self.label)
+        if kind == "ping":  # the MCP stack and the client alone: no tool, no database
+            return json.dumps(client.rpc("ping"))
         tool, args = self.calls[kind](arg)
-        reply = (client or self.client or _no_client(self.label)).call(tool, args)
+        reply = client.call(tool, args)
         if kind == "store" and self.stored not in reply:
             raise RuntimeError(f"{self.label} did not store: {reply[:300]}")
         return reply
