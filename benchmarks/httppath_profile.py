@@ -66,7 +66,7 @@ def profile(n: int = 500, top: int = 25) -> None:
 
         _in_loop(profiled)
     stats = pstats.Stats(profiler)
-    calls = sum(c for (_, _, c, _, _) in stats.stats.values())  # type: ignore[attr-defined]
+    calls = sum(nc for (_, nc, _, _, _) in stats.stats.values())  # type: ignore[attr-defined]
     print(f"{n} in-process ASGI requests under cProfile: {took / n * 1000:.2f} ms each (profiled),")
     print(f"{calls / n:.0f} function calls each")
     by_package: dict[str, float] = {}

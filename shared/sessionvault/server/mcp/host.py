@@ -6,7 +6,8 @@ Its usual home, an ASGI lifespan, is wrong here: Mangum runs the lifespan on eve
 Both hosts drive one long-lived asyncio loop (uvicorn; Mangum reuses its loop across warm
 invocations), so a task started on a loop's first request holds the manager open for the
 loop's life, and every later request reuses it: no transport manager, task group or server
-lifespan rebuilt per request.
+lifespan rebuilt per request. Only 2026-07-28 requests use it; a 2025-era one is answered
+without it (`exchange.py`: the manager's path for those built a transport per request).
 
 `mcp_errors_only`: the SDK answers an exception that is not an `MCPError` (or a pydantic
 `ValidationError`, its invalid params) with JSON-RPC code 0 and the exception's message, and
