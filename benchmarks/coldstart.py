@@ -15,6 +15,8 @@ under -X importtime (where init's time goes), the first requests of an on-demand
 (init, first and warm save_session in each of a few fresh ones; what the first save imports,
 after an initialize and a tools/list as a client sends them), and a SnapStart environment
 (init + before-snapshot hook, the after-restore hook, the first requests after the restore).
+COLDSTART_BASE=<git revision> adds that revision's package and handler to the on-demand rows,
+interleaved: a before/after under one load (benchmarks/coldstart_base.py).
 
 Needs what the tier needs (the SAM CLI: $SAM_CLI or .venv-sam/bin/sam; python3.12; moto[server];
 pip access to PyPI once, for awslambdaric); without one it says which and skips."""
@@ -33,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import coldstart_base
 from .common import ROOT, section
 
 MODES = ("unchecked-hash", "checked-hash", "timestamp", "none")
@@ -44,6 +47,7 @@ LABEL = {
 }
 COMMAND = ".venv/bin/python -m benchmarks.run --only coldstart"
 FIRST_RUNS = 3  # fresh environments for the init / first save / warm save row
+ROWS = ("init wall", "init CPU", "first save", "warm save")
 
 
 @contextmanager
@@ -157,7 +161,7 @@ def handler_imports(runs: int = 5) -> None:
         with _stack(h, python) as stack:
             _init_table(h, variants, stack, runs)
             _importtime(h, built, stack)
-            _first_requests(h, built, stack)
+            _first_requests(h, built, stack, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -200,7 +204,7 @@ def _importtime(h: Any, built: Any, stack: dict[str, Any]) -> None:
     print(f"     not imported at init: {', '.join(absent)}")
 
 
-def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
+def _first_requests(h: Any, built: Any, stack: dict[str, Any], root: Path) -> None:
     from sessionvault.core.keys import KmsKeyProvider
     from sessionvault.db.pool import Database
     from sessionvault.service import accounts
@@ -244,19 +248,27 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any]) -> None:
 
     layout, env_vars = built.layout("McpFunction"), _env(h, built, stack)
     _first_save_imports(h, layout, env_vars, calls, key)
-    rows: dict[str, list[float]] = {"init wall": [], "init CPU": [], "first save": [], "warm save": []}
-    for _ in range(FIRST_RUNS):  # fresh environments: each first save is a cold one's
-        with h.Environment(layout, env_vars) as env:
-            rows["init wall"].append(env.wait_init())
-            rows["init CPU"].append(env.init_cpu_ms)
-            rows["first save"].append(timed(env)["save_session"])
-            rows["warm save"].append(statistics.median(timed(env)["save_session"] for _ in range(3)))
-    ratio = statistics.median(rows["first save"]) / statistics.median(rows["warm save"])
-    print(
-        f"   on demand, median of {FIRST_RUNS} fresh environments (ms): "
-        + ", ".join(f"{name} {_ms(samples).strip()}" for name, samples in rows.items())
-        + f"; first/warm save {ratio:.1f}x (target <= 2x)"
-    )
+    layouts = {"": layout}
+    base = coldstart_base.base_layout(layout, built.python, root)  # COLDSTART_BASE: a before/after
+    if base is not None:
+        layouts = {"now": layout, base[0]: base[1]}
+    runs = FIRST_RUNS if base is None else 2 * FIRST_RUNS
+    table: dict[str, dict[str, list[float]]] = {label: {row: [] for row in ROWS} for label in layouts}
+    for _ in range(runs):  # fresh environments: each first save is a cold one's; interleaved
+        for label, each in layouts.items():
+            with h.Environment(each, env_vars) as env:
+                rows = table[label]
+                rows["init wall"].append(env.wait_init())
+                rows["init CPU"].append(env.init_cpu_ms)
+                rows["first save"].append(timed(env)["save_session"])
+                rows["warm save"].append(statistics.median(timed(env)["save_session"] for _ in range(3)))
+    for label, rows in table.items():
+        ratio = statistics.median(rows["first save"]) / statistics.median(rows["warm save"])
+        print(
+            f"   on demand{f' ({label})' if label else ''}, median of {runs} fresh environments (ms): "
+            + ", ".join(f"{name} {_ms(samples).strip()}" for name, samples in rows.items())
+            + f"; first/warm save {ratio:.1f}x (target <= 2x)"
+        )
     with h.Environment(layout, env_vars) as env:
         init_ms = env.wait_init()
         print(f"   on demand: init {init_ms:.0f}, then (ms) {serve(env)}")
