@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import coldstart_base
+from . import coldstart_base, coldstart_imports
 from .common import ROOT, section
 
 MODES = ("unchecked-hash", "checked-hash", "timestamp", "none")
@@ -161,6 +161,7 @@ def handler_imports(runs: int = 5) -> None:
         with _stack(h, python) as stack:
             _init_table(h, variants, stack, runs)
             _importtime(h, built, stack)
+            coldstart_imports.import_groups(built.layout("McpFunction"))
             _first_requests(h, built, stack, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
