@@ -5,13 +5,13 @@ kept-alive connection to `sessionvault serve` (benchmarks/steady.py's `own_serve
     .venv/bin/python -m benchmarks.run --only httppath
     .venv/bin/python -m benchmarks.httppath_profile [profile|layers] [n]   (where the time goes)
 
-Three ways, one after the other for each sample, so the machine's load (shared, 2 cores)
-weighs on all three alike:
+Four ways, one after the other for each sample, so the machine's load (shared, 2 cores)
+weighs on all four alike:
 HTTP    stdlib http.client on one kept-alive connection to the server process;
 ASGI    the same request through `SessionVaultApp` in this process (no socket, no uvicorn):
         the difference to HTTP is the server's HTTP stack and the client, the difference to
-        Vault is ours and the MCP SDK's (edge checks, admission riding on the call's
-        transaction, the SDK's protocol handling, the log line);
+        Ride is ours and the MCP SDK's (edge checks, the SDK's protocol handling, the worker
+        thread the tool runs in, the log line);
 Ride    the same load with its admission riding on its transaction (`Admitter.ride`: the key,
         the rate-limit window and the audit row in the same flight), as the server runs it:
         the floor of the HTTP path with the admission the server must do;
