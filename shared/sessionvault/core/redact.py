@@ -26,8 +26,8 @@ Two passes over every string of the record:
    letter: long identifiers and file names in quotes are not random enough to be keys.
    The library is imported on the first scrub, never at module import: loading
    `sessionvault.service.vault` on a Lambda cold start must not pay for it; the first save of
-   a process does (tens of ms in the Lambda layout: BENCHMARKS.md), without `requests`, which the library
-   imports only to verify secrets over the network (`secret_library._offline`).
+   a process does (tens of ms in the Lambda layout: BENCHMARKS.md), without `requests`, which
+   the library imports only to verify secrets over the network (`secret_library._offline`).
 
 Cost: a few ms for an ordinary record; 1-2.5 s of CPU for the largest a request can carry
 (about 1 MB of text). The keyword plugin's regexes are cubic in a long run of word characters
