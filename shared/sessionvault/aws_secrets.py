@@ -1,5 +1,5 @@
 """Settings inside Lambda: plain values from the environment, secrets from Secrets Manager
-(`from_lambda`), read with one SigV4-signed HTTPS request each (`sigv4_headers`), not with
+(`from_lambda`), read with one SigV4-signed HTTPS request each (`aws_signing`), not with
 boto3: importing boto3 would cost every cold start some 300 ms. KMS is called the same way
 (`KmsClient`), so no request in Lambda imports boto3."""
 
@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sessionvault.aws_signing import AwsCredentials, role_credentials, sigv4_headers
 from sessionvault.errors import ConfigError, SecretReadError
 from sessionvault.settings import Settings
 
@@ -98,7 +97,7 @@ def aws_json(
     body = json.dumps(payload).encode()
     headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target}
     try:
-        credentials = credentials or _credentials(env, timeout_s)
+        credentials = credentials or role_credentials(env, timeout_s)
     except SecretReadError as exc:
         raise error(exc.code) from None
     signed = sigv4_headers("POST", endpoint, headers, body, region, service, credentials)
@@ -145,7 +144,7 @@ class KmsClient:
         env = os.environ if self._env is None else self._env
         if self._credentials is None or time.monotonic() - self._read_at > CREDENTIALS_TTL_S:
             try:
-                self._credentials, self._read_at = _credentials(env, 10.0), time.monotonic()
+                self._credentials, self._read_at = role_credentials(env, 10.0), time.monotonic()
             except SecretReadError as exc:
                 raise self._error(exc.code) from None
         return aws_json(
@@ -190,93 +189,6 @@ def _b64(answer: Mapping[str, object], name: str) -> bytes:
     import base64
 
     return base64.b64decode(str(answer[name]))
-
-
-@dataclass(frozen=True)
-class AwsCredentials:
-    access_key: str
-    secret_key: str = field(repr=False)
-    token: str = field(default="", repr=False)
-
-
-def _credentials(env: Mapping[str, str], timeout_s: float) -> AwsCredentials:
-    """The function's role credentials: the environment (on-demand init), else the container
-    credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI with its authorization token:
-    how Lambda gives them to a SnapStart function), botocore's order."""
-    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
-        return AwsCredentials(
-            env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN", "")
-        )
-    import json
-    import urllib.request
-
-    uri = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
-    if not uri and env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
-        uri = "http://169.254.170.2" + env["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]
-    if not uri:
-        raise SecretReadError("NoCredentials")
-    token = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN", "")
-    if not token and env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"):
-        token = Path(env["AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"]).read_text().strip()
-    request = urllib.request.Request(uri, headers={"Authorization": token} if token else {})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=timeout_s) as answer:
-            found = json.loads(answer.read())
-        return AwsCredentials(found["AccessKeyId"], found["SecretAccessKey"], found.get("Token", ""))
-    except (OSError, ValueError, KeyError, TypeError):
-        raise SecretReadError("CredentialsUnavailable") from None
-
-
-def sigv4_headers(
-    method: str,
-    url: str,
-    headers: Mapping[str, str],
-    body: bytes,
-    region: str,
-    service: str,
-    credentials: AwsCredentials,
-    now: float | None = None,
-) -> dict[str, str]:
-    """headers plus Host, X-Amz-Date, X-Amz-Security-Token and the Signature Version 4
-    Authorization over all of them (a request without a query string)."""
-    import hashlib
-    import hmac
-    import time
-    from urllib.parse import quote, urlsplit
-
-    parts = urlsplit(url)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    default_port = {"https": 443, "http": 80}.get(parts.scheme)
-    host = parts.hostname or ""
-    if parts.port and parts.port != default_port:
-        host = f"{host}:{parts.port}"
-    signed = {**headers, "Host": host, "X-Amz-Date": stamp}
-    if credentials.token:
-        signed["X-Amz-Security-Token"] = credentials.token
-    canonical = {k.lower(): " ".join(str(v).split()) for k, v in signed.items()}
-    names = sorted(canonical)
-    scope = f"{stamp[:8]}/{region}/{service}/aws4_request"
-    request = "\n".join(
-        [
-            method,
-            quote(parts.path or "/", safe="/~"),
-            "",
-            "".join(f"{n}:{canonical[n]}\n" for n in names),
-            ";".join(names),
-            hashlib.sha256(body).hexdigest(),
-        ]
-    )
-    to_sign = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(request.encode()).hexdigest()])
-    key = ("AWS4" + credentials.secret_key).encode()
-    for part in (stamp[:8], region, service, "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    signed["Authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
-        f"SignedHeaders={';'.join(names)}, Signature={signature}"
-    )
-    return signed
 
 
 def from_lambda(env: Mapping[str, str] | None = None, fetch: Callable[[str], str] = fetch_secret) -> Settings:

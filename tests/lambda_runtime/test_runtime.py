@@ -353,14 +353,14 @@ def test_migrate_create_update_delete_answer_cloudformation(
 
 
 def test_the_secret_request_is_signed_exactly_as_botocore_signs_it():
-    """aws_secrets.sigv4_headers against botocore's SigV4Auth, same request, same instant."""
+    """aws_signing.sigv4_headers against botocore's SigV4Auth, same request, same instant."""
     import calendar
 
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials as BotoCredentials
 
-    from sessionvault.aws_secrets import AwsCredentials, sigv4_headers
+    from sessionvault.aws_signing import AwsCredentials, sigv4_headers
 
     body = json.dumps(
         {"SecretId": "arn:aws:secretsmanager:us-east-1:123456789012:secret:sv/x-AbCdEf"}

@@ -1,51 +1,24 @@
-"""KMS without boto3 (issue 29, item 4): the stdlib client (`aws_secrets.KmsClient`) signs its
-requests exactly as botocore does, keeps KmsKeyProvider's contract against a KMS over HTTP (moto's
-server, a separate endpoint as AWS would be), maps AWS's errors as the boto3 path does, and a
-process that uses it never imports boto3."""
+"""KMS without boto3 (issue 29, item 4): the stdlib client (`aws_secrets.KmsClient`; its
+signature: tests/unit/test_aws_signing.py) keeps KmsKeyProvider's contract against a KMS over
+HTTP (moto's server, a separate endpoint as AWS would be), maps AWS's errors as the boto3 path
+does, and a process that uses it never imports boto3."""
 
 from __future__ import annotations
 
-import base64
-import calendar
 import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from sessionvault.aws_secrets import AwsCredentials, KmsClient, sigv4_headers
+from sessionvault.aws_secrets import KmsClient
 from sessionvault.core.keys import KmsKeyProvider, WrappedKey, _kms_code_failure
 from sessionvault.errors import DecryptionFailed, ProviderUnavailable
 from tests.conftest import free_port
-
-
-def test_the_kms_request_is_signed_exactly_as_botocore_signs_it() -> None:
-    from botocore.auth import SigV4Auth
-    from botocore.awsrequest import AWSRequest
-    from botocore.credentials import Credentials as BotoCredentials
-
-    blob = base64.b64encode(os.urandom(64)).decode()
-    body = json.dumps(
-        {"CiphertextBlob": blob, "EncryptionContext": {"app": "sessionvault", "user_id": "u-1"}, "KeyId": "k"}
-    ).encode()
-    headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "TrentService.Decrypt"}
-    for url, region, token in (
-        ("https://kms.us-east-1.amazonaws.com/", "us-east-1", "session-token"),
-        ("https://kms.eu-central-1.amazonaws.com", "eu-central-1", ""),
-        ("http://127.0.0.1:5123", "us-east-1", "a  token with spaces"),
-    ):
-        request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
-        SigV4Auth(BotoCredentials("AKIDEXAMPLE", "secret", token or None), "kms", region).add_auth(request)
-        now = calendar.timegm(time.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ"))
-        credentials = AwsCredentials("AKIDEXAMPLE", "secret", token)
-        mine = sigv4_headers("POST", url, headers, body, region, "kms", credentials, now)
-        assert mine["Authorization"] == request.headers["Authorization"], url
-        assert {k: v for k, v in mine.items() if k != "Host"} == dict(request.headers.items())
 
 
 @pytest.fixture(scope="module")
