@@ -16,6 +16,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sessionvault.core import records
 from sessionvault.runtime import Runtime
+from sessionvault.server.edge import replaying
 from sessionvault.server.mcp import app_view
 from sessionvault.server.mcp.call_state import CallState, current_call
 from sessionvault.server.mcp.exchange import JsonExchange, handshake_era
@@ -102,15 +103,7 @@ def scope_of(changes: dict[str, str | None], body: bytes) -> dict[str, Any]:
 
 
 async def answer(app: Any, scope: dict[str, Any], body: bytes) -> tuple[int, list[Any], bytes]:
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
+    receive = replaying(body)
     messages: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
