@@ -263,3 +263,18 @@ def test_a_key_narrowed_to_read_cannot_claim_a_handoff_on_the_cached_path(limite
     assert claim["isError"] is True and "write" in claim["content"][0]["text"]
     offered = result(call(server, who.key, "load_session", repo="github.com/o/r"))
     assert offered["structuredContent"]["handoff"]["state"] == "open"  # nobody claimed it
+
+
+@pytest.mark.parametrize("arguments", [{"accept": True, "name": "x"}, {"accept": True, "max_tokens": -1}])
+def test_a_claim_that_never_reaches_its_transaction_is_admitted_and_counted_once(limited, arguments):
+    """Found by review: a load_session with accept needs "read,write", a scope string that was
+    looked up whole among the key's scopes. A claim that fails before its transaction carried
+    the admission was admitted in a flight of its own, then taken for stale and run and counted
+    a second time."""
+    rt, server = limited
+    who = known(rt, server, make_user(rt))
+    hits, rows = tool_hits(who), len(audit_rows(who))
+    reply = call(server, who.key, "load_session", **arguments)
+    assert reply.status_code == 200
+    assert tool_hits(who) == hits + 1
+    assert len(audit_rows(who)) == rows + 1

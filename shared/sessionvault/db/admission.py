@@ -30,10 +30,12 @@ Budget = Literal["tool", "protocol"]
 
 _ADMIT = "SELECT * FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 _ADMIT_AS = "SELECT * FROM sessionvault_admit_as(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-# A ride that needs the read scope alone writes only the admission's own rows (rate-limit window,
-# audit row), which an admission on its own commits without waiting for the WAL flush (0008);
-# `sessionvault_admit_as` puts the setting back for the tool's writes (0014), and a read call has
-# none: its commit need not wait either (a flush: ~1.5 ms on an idle disk, ~5 ms on a busy one).
+# A ride that needs the read scope alone writes only bookkeeping: the admission's own rows
+# (rate-limit window, audit row), which an admission on its own commits without waiting for the
+# WAL flush (0008), and, reading a workspace, its `workspace_access` row. `sessionvault_admit_as`
+# puts the setting back for the tool's writes (0014); a read call writes no session data, so its
+# commit need not wait either (a flush: ~1.5 ms on an idle disk, ~5 ms on a busy one). A crash in
+# that moment can lose such a row, never a session or a claim.
 _ADMIT_AS_READ = _ADMIT_AS.replace("SELECT *", "SELECT *, set_config('synchronous_commit', 'off', true)", 1)
 
 

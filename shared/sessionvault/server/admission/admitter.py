@@ -177,7 +177,7 @@ def _as_expected(call: Ride, result: admission.Admission) -> bool:
     return (
         result.user_id == who.user_id
         and result.wrapped_dek == who.wrapped_dek
-        and call.admission.scope in result.scopes
+        and set(call.admission.scope.split(",")) <= result.scopes  # a claim needs "read,write"
     )
 
 

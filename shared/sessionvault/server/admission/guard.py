@@ -45,7 +45,7 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -117,15 +117,19 @@ class HeaderPolicy:
         origins = LOOPBACK_ORIGINS if is_local(settings) else ()
         return cls(tuple(settings.allowed_hosts), origins)
 
-    def check(self, headers: Mapping[str, str]) -> Check | None:
-        """The first check the request's headers fail, else None. `headers` as from
-        `edge.headers_of` (lower-case names)."""
-        if not host_allowed(headers.get("host", ""), self.hosts):
+    def check(self, raw_headers: Iterable[tuple[bytes, bytes]]) -> Check | None:
+        """The first check the request's headers fail, else None. From the raw headers: one
+        Host, every Origin allowed, one Content-Type. A second Host or Content-Type must not
+        slip past, since the MCP SDK's own check (`exchange.py`) reads the first of each where
+        `edge.headers_of` keeps the last; the request would be admitted, then refused there."""
+        raw_headers = list(raw_headers)
+        hosts = values_of(raw_headers, b"host")
+        if len(hosts) > 1 or not host_allowed(hosts[0] if hosts else "", self.hosts):
             return "host"
-        origin = headers.get("origin")
-        if origin and not matches(origin, self.origins):
+        if self.check_origins(raw_headers) is not None:
             return "origin"
-        if not is_json(headers.get("content-type")):
+        content_types = values_of(raw_headers, b"content-type")
+        if len(content_types) != 1 or not is_json(content_types[0]):
             return "content_type"
         return None
 

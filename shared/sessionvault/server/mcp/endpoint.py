@@ -62,7 +62,7 @@ class McpEndpoint:
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
     ) -> None:
-        self._check_edge(headers, log)
+        self._check_edge(scope, headers, log)
         body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
         budget = budget_of(payload)
@@ -92,9 +92,9 @@ class McpEndpoint:
             current_call.reset(token)
         log.error_class = state.error_class or answered_with_error(log.status, reply)
 
-    def _check_edge(self, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+    def _check_edge(self, scope: Scope, headers: dict[str, str], log: telemetry.RequestLog) -> None:
         """Refuse before the body is read and before any database work (`guard`)."""
-        check = self.policy.check(headers)
+        check = self.policy.check(scope["headers"])
         if check is not None:
             log.edge_check = check
             raise guard.refusal(check)

@@ -34,6 +34,10 @@ from sessionvault.server.edge import PROTOCOL_METHODS
 from sessionvault.server.mcp.call_state import current_call
 
 log = logging.getLogger(__name__)
+# The SDK's transport check logs a refused Host or Origin verbatim at WARNING: caller text in a
+# log line. `guard.HeaderPolicy` refuses those first; should the two ever disagree (the SDK
+# compares case-sensitively), its refusal is still answered, but not logged.
+logging.getLogger("mcp.server.transport_security").setLevel(logging.ERROR)
 
 
 class ManagerPerLoop:

@@ -31,11 +31,11 @@ def settings(**values: object) -> Settings:
     return Settings.from_env({}, check=False, database_url="postgresql://x", **values)
 
 
-def request(**headers: str) -> dict[str, str]:
-    """Headers of a good local request, with `headers` replacing or adding some."""
-    base = {"host": "127.0.0.1:8765", "content-type": "application/json"}
+def request(**headers: str | None) -> list[tuple[bytes, bytes]]:
+    """The raw headers of a good local request, with `headers` replacing or adding some."""
+    base: dict[str, str | None] = {"host": "127.0.0.1:8765", "content-type": "application/json"}
     base.update({k.replace("_", "-"): v for k, v in headers.items()})
-    return {k: v for k, v in base.items() if v is not None}
+    return [(k.encode(), v.encode("latin-1")) for k, v in base.items() if v is not None]
 
 
 # --- matches: the SDK's pattern meaning -------------------------------------------------------
@@ -83,7 +83,7 @@ def test_a_host_header_that_is_no_host_is_refused_even_where_any_host_is_allowed
     """Found by the attack tier: behind the gateway ("*") a Host of "[" reached the OAuth
     challenge, whose URL is built from the Host, and crashed it (a 500)."""
     assert not host_allowed(host, ["*"])
-    assert GATEWAY.check({"host": host, "content-type": "application/json"}) == "host"
+    assert GATEWAY.check(request(host=host)) == "host"
 
 
 @pytest.mark.parametrize(
@@ -326,3 +326,23 @@ def test_known_keys_are_bounded(clock: Clock) -> None:
 def test_the_limit_must_be_positive() -> None:
     with pytest.raises(ValueError):
         AuthFailureLimit(0)
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "second", "check"),
+    [
+        ("host", "evil.example", "127.0.0.1:8765", "host"),
+        ("host", "127.0.0.1:8765", "127.0.0.1:8765", "host"),
+        ("origin", "https://evil.example", "http://127.0.0.1:8765", "origin"),
+        ("content-type", "text/plain", "application/json", "content_type"),
+    ],
+)
+def test_a_second_host_origin_or_content_type_does_not_slip_past(
+    name: str, first: str, second: str, check: str
+) -> None:
+    """Found by review: the SDK's own check reads the first of each header where the edge's
+    dict kept the last, so such a request was admitted (a flight, an audit row), then refused
+    by the SDK, which logged the caller's header verbatim."""
+    raw = [(k, v) for k, v in request() if k.decode() != name]
+    raw += [(name.encode(), first.encode()), (name.encode(), second.encode())]
+    assert LOCAL.check(raw) == check
