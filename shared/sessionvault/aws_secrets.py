@@ -139,17 +139,24 @@ class KmsClient:
         self._read_at = 0.0
 
     def _call(self, operation: str, payload: dict[str, object]) -> dict[str, object]:
+        """One call, tried a second time after a failure that a second try can mend (as
+        botocore retries): throttling, a 5xx, a dropped connection; or expired credentials,
+        read again first. Any other failure, or a second one, raises `error(code)`."""
         import time
 
         env = os.environ if self._env is None else self._env
-        if self._credentials is None or time.monotonic() - self._read_at > CREDENTIALS_TTL_S:
+        for attempt in (1, 2):
             try:
-                self._credentials, self._read_at = role_credentials(env, 10.0), time.monotonic()
+                if self._credentials is None or time.monotonic() - self._read_at > CREDENTIALS_TTL_S:
+                    self._credentials, self._read_at = role_credentials(env, 10.0), time.monotonic()
+                target = f"TrentService.{operation}"
+                return aws_json("kms", target, payload, env, SecretReadError, 10.0, self._credentials)
             except SecretReadError as exc:
-                raise self._error(exc.code) from None
-        return aws_json(
-            "kms", f"TrentService.{operation}", payload, env, self._error, 10.0, self._credentials
-        )
+                if exc.code in KMS_EXPIRED:
+                    self._credentials = None
+                if attempt == 2 or not (exc.code in KMS_EXPIRED or _transient(exc.code)):
+                    raise self._error(exc.code) from None
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     def generate_data_key(
         self, *, KeyId: str, KeySpec: str, EncryptionContext: dict[str, str]
@@ -183,6 +190,24 @@ class KmsClient:
 
 
 CREDENTIALS_TTL_S = 300.0  # role credentials last hours; read again well before they expire
+KMS_EXPIRED = frozenset({"ExpiredTokenException", "UnrecognizedClientException"})
+# Worth a second try (botocore's standard retry mode retries these too); a 5xx without an
+# AWS code arrives as "HTTP5xx", a dropped connection or a timeout as its exception's name.
+KMS_TRANSIENT = frozenset(
+    {
+        "ThrottlingException",
+        "KMSInternalException",
+        "DependencyTimeoutException",
+        "URLError",
+        "TimeoutError",
+        "ConnectionResetError",
+        "RemoteDisconnected",
+    }
+)
+
+
+def _transient(code: str) -> bool:
+    return code in KMS_TRANSIENT or code.startswith("HTTP5")
 
 
 def _b64(answer: Mapping[str, object], name: str) -> bytes:

@@ -5,10 +5,13 @@ does, and a process that uses it never imports boto3."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
+import urllib.request
 from collections.abc import Iterator
 
 import boto3
@@ -72,6 +75,85 @@ def test_kms_out_of_reach_is_unavailable_not_an_integrity_failure(kms: tuple[dic
     no_credentials = {k: v for k, v in env.items() if not k.startswith("AWS_ACCESS")}
     with pytest.raises(ProviderUnavailable):
         KmsKeyProvider(key_id, client=KmsClient(_kms_code_failure, no_credentials)).generate_data_key("u")
+
+
+class FlakyKms:
+    """In front of moto's KMS: answers the next calls from `script` (HTTP status, AWS error
+    code), then passes calls through; counts every call it gets."""
+
+    def __init__(self, upstream: str) -> None:
+        self.script: list[tuple[int, str]] = []
+        self.calls = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                outer.calls += 1
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if outer.script:
+                    status, code = outer.script.pop(0)
+                    answer = json.dumps({"__type": code, "message": "scripted"}).encode()
+                else:
+                    sent = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                    request = urllib.request.Request(upstream, data=body, headers=sent, method="POST")
+                    with urllib.request.urlopen(request, timeout=10) as reply:
+                        status, answer = reply.status, reply.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def flaky(kms: tuple[dict[str, str], str]) -> Iterator[tuple[FlakyKms, KmsKeyProvider]]:
+    env, key_id = kms
+    proxy = FlakyKms(env["AWS_ENDPOINT_URL_KMS"])
+    # The signature covers the Host header: the proxy relays it as signed for its own address,
+    # which moto does not check.
+    client = KmsClient(_kms_code_failure, {**env, "AWS_ENDPOINT_URL_KMS": proxy.url})
+    try:
+        yield proxy, KmsKeyProvider(key_id, client=client)
+    finally:
+        proxy.server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [(400, "ThrottlingException"), (500, "KMSInternalException"), (503, ""), (400, "ExpiredTokenException")],
+)
+def test_one_failure_a_second_try_can_mend_is_tried_again(
+    flaky: tuple[FlakyKms, KmsKeyProvider], failure: tuple[int, str]
+) -> None:
+    proxy, provider = flaky
+    dek, wrapped = provider.generate_data_key("user-1")
+    proxy.script, proxy.calls = [failure], 0
+    assert provider.unwrap("user-1", wrapped) == dek
+    assert proxy.calls == 2
+
+
+def test_a_second_failure_or_a_refusal_is_not_tried_again(flaky: tuple[FlakyKms, KmsKeyProvider]) -> None:
+    proxy, provider = flaky
+    _, wrapped = provider.generate_data_key("user-1")
+    proxy.script, proxy.calls = [(400, "ThrottlingException"), (400, "ThrottlingException")], 0
+    with pytest.raises(ProviderUnavailable):
+        provider.unwrap("user-1", wrapped)
+    assert proxy.calls == 2
+    proxy.script, proxy.calls = [(400, "AccessDeniedException")], 0
+    with pytest.raises(ProviderUnavailable):
+        provider.unwrap("user-1", wrapped)
+    assert proxy.calls == 1
+    proxy.script, proxy.calls = [(400, "InvalidCiphertextException")], 0
+    with pytest.raises(DecryptionFailed):  # an integrity failure stays one, at once
+        provider.unwrap("user-1", wrapped)
+    assert proxy.calls == 1
 
 
 PROBE = """
