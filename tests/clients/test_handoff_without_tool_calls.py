@@ -235,13 +235,17 @@ def assert_handed_over(env: Env, model: ModelRecorder, seen: bool, source: str) 
     assert not sessionvault_tool_uses(model.bodies()), out
 
 
+def select_auth(settings: Path, kind: str) -> None:
+    """The auth a Gemini-family CLI (Gemini CLI, Qwen Code) uses without asking, in its settings."""
+    data = json.loads(settings.read_text())
+    data["security"] = {"auth": {"selectedType": kind}}
+    settings.write_text(json.dumps(data, indent=2))
+
+
 def gemini_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
     env.connect("gemini", url, key, "--hooks")
     trust_folder(env)
-    settings = env.home / ".gemini" / "settings.json"
-    data = json.loads(settings.read_text())
-    data["security"] = {"auth": {"selectedType": "gemini-api-key"}}
-    settings.write_text(json.dumps(data, indent=2))
+    select_auth(env.home / ".gemini" / "settings.json", "gemini-api-key")
     with ModelRecorder() as model:
         seen, _ = env.until(
             [gemini(env), "-p", "hi"],
@@ -284,10 +288,7 @@ def codex_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
 
 def qwen_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
     connect_qwen(env, url, key, "--hooks")
-    settings = env.home / ".qwen" / "settings.json"
-    data = json.loads(settings.read_text())
-    data["security"] = {"auth": {"selectedType": "openai"}}
-    settings.write_text(json.dumps(data, indent=2))
+    select_auth(env.home / ".qwen" / "settings.json", "openai")
     with ModelRecorder() as model:
         seen, _ = env.until(
             [qwen(env), "-p", "hi"],
