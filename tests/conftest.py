@@ -22,6 +22,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from sessionvault.core import apikeys
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db.pool import Database
 from sessionvault.local.host import embedded
@@ -153,6 +154,11 @@ def make_user(
     with admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
     return User(user_id, key, Principal(user_id, WrappedKey.from_row(row)))
+
+
+def hook_key(user: User, label: str = "hooks") -> str:
+    """A key of the hooks' kind for `user` (read, checkpoint: what `connect --hooks` makes)."""
+    return accounts.create_key(admin_db(), user.id, label, apikeys.HOOK_SCOPES)[0]
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ LOCAL_USER = "local"  # the user `make dev` creates
 
 # Environment variables read on a user's machine (clients, hooks, bridge, doctor).
 KEY_ENV = "SESSIONVAULT_API_KEY"
+HOOK_KEY_ENV = "SESSIONVAULT_HOOK_KEY"  # the hooks' own key (checkpoint scope), over hooks.key
 URL_ENV = "SESSIONVAULT_URL"
 HOME_ENV = "SESSIONVAULT_HOME"
 PORT_ENV = "SESSIONVAULT_PORT"

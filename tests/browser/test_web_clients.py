@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import BrowserContext, Page, expect
 
-from ..conftest import make_user
+from ..conftest import hook_key, make_user
 from ..support.jsonrpc import post, tool_result
 from .test_web_view import save, sign_in
 
@@ -29,8 +29,9 @@ def test_the_clients_page_draws_the_handoffs_without_script(
     save(url, user.key, name="cart", repo=REPO, client="gemini-cli", summary="Back to you.", handoff=True)
     tool_result(url, user.key, "load_session", repo=REPO, accept=True, client="claude-code")
     save(url, user.key, name="infra", repo=REPO, client=HOSTILE, summary="x", to_client="codex")
+    hooks = hook_key(user)
     for client in ("claude-code", "codex"):
-        tool_result(url, user.key, "checkpoint_session", name=f"auto/{client}/s1", summary="s", client=client)
+        tool_result(url, hooks, "checkpoint_session", name=f"auto/{client}/s1", summary="s", client=client)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text))
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -25,11 +25,14 @@ from pathlib import Path
 import pytest
 
 from sessionvault import names
+from sessionvault.core import apikeys
+from sessionvault.db import identity
 from sessionvault.local.hook.repo import current_repo
 from sessionvault.local.remote import rpc
 from sessionvault.runtime import Runtime, open_runtime
+from sessionvault.service import accounts
 
-from ..conftest import ServerThread, free_port, make_settings
+from ..conftest import ServerThread, admin_db, free_port, make_settings
 from ..support.model_recorder import ModelRecorder
 
 
@@ -156,7 +159,14 @@ class Env:
             self.last_output = out
 
     def connect(self, client: str, url: str, key: str, *extra: str, cwd: Path | None = None) -> str:
-        """`sessionvault connect` as the user runs it: the venv's command, this HOME."""
+        """`sessionvault connect` as the user runs it: the venv's command, this HOME. With --hooks,
+        the hooks' own key (read, checkpoint) as an operator gives it for a server whose keys
+        this machine cannot make (`--hook-key`): the test server is not this HOME's database."""
+        if "--hooks" in extra:
+            owner = identity.live_key_owner(admin_db(), apikeys.digest(key))
+            assert owner, "the key names no live user"
+            made, _ = accounts.create_key(admin_db(), owner, "hooks", apikeys.HOOK_SCOPES)
+            extra = (*extra, "--hook-key", made)
         done = subprocess.run(
             [sys.executable, "-m", "sessionvault.cli.main", "connect", client, "--url", url, *extra],
             cwd=cwd or self.project,

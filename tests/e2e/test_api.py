@@ -4,6 +4,7 @@ scopes, admission and identical 401 as /mcp; every answer held to docs/openapi.j
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,9 @@ import httpx2
 import jsonschema
 import pytest
 
-from sessionvault.service import portability
+from sessionvault.service import accounts, portability
 
-from ..conftest import make_user
+from ..conftest import admin_db, hook_key, make_user
 from ..support.jsonrpc import tool_result
 
 OPENAPI = json.loads((Path(__file__).parents[2] / "docs" / "openapi.json").read_text())
@@ -60,8 +61,16 @@ def save(url: str, key: str, **args: Any) -> dict[str, Any]:
 
 def test_list_get_versions_search_and_delete(server, runtime, http) -> None:
     user = make_user(runtime)
-    save(server.url, user.key, name="auto/codex/s1", summary="first", repo="git@github.com:Acme/Widget.git")
-    save(server.url, user.key, name="auto/codex/s1", summary="second", repo=REPO)
+    hooks = hook_key(user)  # a checkpoint is the hooks' to save; the API reads it with the user's key
+    save(
+        server.url,
+        hooks,
+        name="auto/codex/s1",
+        summary="first",
+        repo="git@github.com:Acme/Widget.git",
+        client="codex",
+    )
+    save(server.url, hooks, name="auto/codex/s1", summary="second", repo=REPO, client="codex")
     save(server.url, user.key, name="plan", summary="the plan", repo="github.com/acme/other")
 
     listed = check(api(http, server.url, user.key, "GET", "/sessions", params={"repo": REPO}), "/sessions")
@@ -148,6 +157,48 @@ def test_export_then_import_into_another_user_is_idempotent(server, runtime, htt
         "/session/versions",
     )
     assert [v["record"]["summary"] for v in moved["versions"]] == ["v0", "v1", "v2"]
+
+
+def test_an_import_takes_checkpoints_only_with_the_hooks_scope(server, runtime, http) -> None:
+    """Issue 35 item 1: POST /import with auto/ names was the other way a read,write key wrote
+    (and pruned) checkpoints. Such lines are skipped with a problem that says why; the rest
+    lands; a key with the checkpoint scope imports them as checkpoints."""
+    source = make_user(runtime)
+    save(server.url, source.key, name="plan", summary="p", repo=REPO)
+    save(server.url, hook_key(source), name="auto/codex/s1", summary="c", repo=REPO, client="codex")
+    exported = check(api(http, server.url, source.key, "GET", "/export"), "/export")
+    body = "\n".join(json.dumps(line) for line in exported).encode()
+    headers = {"Content-Type": "application/x-ndjson"}
+    writer = make_user(runtime, scopes=("read", "write"))
+    done = check(
+        api(http, server.url, writer.key, "POST", "/import", content=body, headers=headers), "/import", "post"
+    )
+    assert (done["sessions"], done["versions_added"]) == (1, 1)
+    assert len(done["problems"]) == 1 and "checkpoint scope" in done["problems"][0]
+    listed = check(api(http, server.url, writer.key, "GET", "/sessions"), "/sessions")
+    assert [s["name"] for s in listed["sessions"]] == ["plan"]
+    mover = make_user(runtime, scopes=("read", "write", "checkpoint"))
+    moved = check(
+        api(http, server.url, mover.key, "POST", "/import", content=body, headers=headers), "/import", "post"
+    )
+    assert (moved["sessions"], moved["versions_added"], moved["problems"]) == (2, 2, [])
+
+
+def test_an_export_of_a_workspace_not_yours_is_the_404_of_one_that_does_not_exist(
+    server, runtime, http
+) -> None:
+    """Issue 35 item 3: the stream used to start (200) before the workspace was checked, then
+    break off. Access is now checked before the first byte."""
+    owner, stranger = make_user(runtime), make_user(runtime)
+    ws = f"team-{os.urandom(4).hex()}"
+    accounts.create_workspace(admin_db(), runtime.keys.provider, ws, owner.id)
+    save(server.url, owner.key, name="plan", summary="s", workspace=ws)
+    theirs = api(http, server.url, stranger.key, "GET", "/export", params={"workspace": ws})
+    nowhere = api(http, server.url, stranger.key, "GET", "/export", params={"workspace": ws + "-x"})
+    assert theirs.status_code == nowhere.status_code == 404
+    assert theirs.text == nowhere.text.replace(ws + "-x", ws)
+    mine = api(http, server.url, owner.key, "GET", "/export", params={"workspace": ws})
+    assert mine.status_code == 200 and json.loads(mine.text.splitlines()[1])["name"] == "plan"
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer sv_live_" + "x" * 32, "Basic abc"])

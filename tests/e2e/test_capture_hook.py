@@ -18,10 +18,12 @@ import pytest
 
 from sessionvault import names
 from sessionvault.core import records
+from sessionvault.local.hook import hook_key
 from sessionvault.local.hook import session_start as context
 from sessionvault.local.hook.capture import spool, switch
 
-from ..conftest import free_port, make_user
+from ..conftest import User, free_port, make_user
+from ..conftest import hook_key as make_hook_key
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "transcripts" / "claude-code-2.1.332"
 SESSION_ID = "496a25d3-e98a-4020-85c5-f3a1e2a74ea8"
@@ -84,10 +86,14 @@ def later_turn(transcript: Path, text: str) -> None:
     transcript.write_text("\n".join([*lines, json.dumps(entry)]) + "\n")
 
 
-def checkpoint_hook(url: str, key: str, state: Path, stdin: dict[str, Any], **env: str) -> str:
-    """The hook as Claude Code runs it: a process, its input on stdin; returns its stdout."""
+def checkpoint_hook(url: str, user: User, state: Path, stdin: dict[str, Any], **env: str) -> str:
+    """The hook as Claude Code runs it after `connect --hooks`: a process, its input on stdin,
+    the model's key in its environment and the hooks' own key in the state folder (made once per
+    state and server, as connect does); returns its stdout."""
+    if not hook_key.saved(state, url):
+        hook_key.save(state, url, make_hook_key(user))
     argv = [sys.executable, "-m", "sessionvault.cli.main", "hook", "checkpoint", "--client", "claude-code"]
-    environ = {**os.environ, names.KEY_ENV: key, names.URL_ENV: url, names.HOME_ENV: str(state), **env}
+    environ = {**os.environ, names.KEY_ENV: user.key, names.URL_ENV: url, names.HOME_ENV: str(state), **env}
     done = subprocess.run(
         argv, input=json.dumps(stdin), capture_output=True, text=True, env=environ, timeout=60, check=False
     )
@@ -103,7 +109,7 @@ def test_a_stop_hook_saves_the_checkpoint_and_the_next_client_sees_it(
     server, runtime, project, transcript, state, tmp_path
 ) -> None:
     user = make_user(runtime)
-    out = checkpoint_hook(server.url, user.key, state, payload("Stop", project, transcript))
+    out = checkpoint_hook(server.url, user, state, payload("Stop", project, transcript))
     assert out == ""  # what every client reads as "carry on"
 
     saved = load(runtime, user)
@@ -126,17 +132,17 @@ def test_an_unreachable_server_spools_the_checkpoint_and_the_next_hook_sends_it(
 ) -> None:
     user = make_user(runtime)
     away = f"http://127.0.0.1:{free_port()}/mcp"
-    checkpoint_hook(away, user.key, state, payload("Stop", project, transcript))
+    checkpoint_hook(away, user, state, payload("Stop", project, transcript))
     [spooled] = list((state / spool.FOLDER).glob("*.json"))
     assert stat.S_IMODE(spooled.stat().st_mode) == 0o600
     assert stat.S_IMODE((state / spool.FOLDER).stat().st_mode) == 0o700
     assert not load(runtime, user)["found"]
 
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert not list((state / spool.FOLDER).glob("*.json"))
     assert load(runtime, user)["versions"] == [1]
 
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert load(runtime, user)["versions"] == [1]  # the same content again: no new version
 
 
@@ -144,12 +150,12 @@ def test_a_checkpoint_on_every_turn_is_throttled_into_the_spool(
     server, runtime, project, transcript, state
 ) -> None:
     user = make_user(runtime)
-    checkpoint_hook(server.url, user.key, state, payload("Stop", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("Stop", project, transcript))
     later_turn(transcript, "a later turn")
-    checkpoint_hook(server.url, user.key, state, payload("Stop", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("Stop", project, transcript))
     assert load(runtime, user)["versions"] == [1]  # within the throttle: folded, waiting
     assert len(list((state / spool.FOLDER).glob("*.json"))) == 1
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert load(runtime, user)["versions"] == [2, 1]  # the session's end sends the newest state
 
 
@@ -159,23 +165,21 @@ def test_secrets_are_redacted_on_the_laptop_before_the_spool_and_the_server(
     user = make_user(runtime)
     leaky = payload("Stop", project, transcript, last_assistant_message=f"used {AWS_KEY} to deploy")
     away = f"http://127.0.0.1:{free_port()}/mcp"
-    checkpoint_hook(away, user.key, state, leaky)
+    checkpoint_hook(away, user, state, leaky)
     [spooled] = list((state / spool.FOLDER).glob("*.json"))
     assert AWS_KEY not in spooled.read_text() and "[REDACTED:aws_access_key]" in spooled.read_text()
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert AWS_KEY not in json.dumps(load(runtime, user))
 
 
 def test_capture_turned_off_saves_and_spools_nothing(server, runtime, project, transcript, state) -> None:
     user = make_user(runtime)
-    checkpoint_hook(
-        server.url, user.key, state, payload("Stop", project, transcript), SESSIONVAULT_CAPTURE="off"
-    )
+    checkpoint_hook(server.url, user, state, payload("Stop", project, transcript), SESSIONVAULT_CAPTURE="off")
     switch.set_repo(state, "github.com/acme/widget", on=False)
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert not load(runtime, user)["found"] and not (state / spool.FOLDER).exists()
     switch.set_repo(state, "github.com/acme/widget", on=True)
-    checkpoint_hook(server.url, user.key, state, payload("SessionEnd", project, transcript))
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
     assert load(runtime, user)["found"]
 
 
@@ -186,4 +190,26 @@ def test_a_broken_input_or_transcript_still_exits_zero_silently(
     torn = tmp_path / "torn.jsonl"
     torn.write_bytes((FIXTURE / "session.jsonl").read_bytes()[:5000])
     for stdin in ({}, {"transcript_path": str(tmp_path / "missing.jsonl")}, payload("Stop", project, torn)):
-        assert checkpoint_hook(server.url, user.key, state, stdin) == ""
+        assert checkpoint_hook(server.url, user, state, stdin) == ""
+
+
+def test_hooks_with_only_the_models_key_keep_the_checkpoint_until_they_have_their_own(
+    server, runtime, project, transcript, state
+) -> None:
+    """Issue 35 item 1, after an upgrade: hooks installed before the checkpoint scope send the
+    model's key, which may no longer save checkpoints. Nothing is lost: the checkpoint waits in
+    the spool, and goes with the next hook once the hooks have their own key (what `connect
+    --hooks` or `sessionvault dev` writes)."""
+    user = make_user(runtime)
+    argv = [sys.executable, "-m", "sessionvault.cli.main", "hook", "checkpoint", "--client", "claude-code"]
+    environ = {**os.environ, names.KEY_ENV: user.key, names.URL_ENV: server.url, names.HOME_ENV: str(state)}
+    stdin = json.dumps(payload("Stop", project, transcript))
+    done = subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=environ, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert not load(runtime, user)["found"] and len(list((state / spool.FOLDER).glob("*.json"))) == 1
+    saved_in = hook_key.save(state, server.url, make_hook_key(user))
+    assert stat.S_IMODE(saved_in.stat().st_mode) == 0o600
+    checkpoint_hook(server.url, user, state, payload("SessionEnd", project, transcript))
+    assert load(runtime, user)["found"] and not list((state / spool.FOLDER).glob("*.json"))

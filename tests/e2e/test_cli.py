@@ -236,3 +236,56 @@ def test_user_delete_asks_for_the_name_on_a_terminal_and_needs_yes_otherwise(loc
     assert run(capsys, "user", "delete", "hank", "--yes")[0] == 0
     assert not user_exists(capsys, "hank")
     assert run(capsys, "user", "delete", "hank", "--yes")[0] == 2  # no such user: a clear error
+
+
+def test_connect_hooks_gives_the_hooks_a_key_of_their_own(local, capsys, monkeypatch, tmp_path):
+    """Issue 35 item 1: checkpoints need the `checkpoint` scope, which no model-facing key has.
+    `connect --hooks` on this machine's server makes the hooks a key (read, checkpoint) for the
+    person whose key it connects with, in the state folder, once; for a server whose keys it
+    cannot make, it says the exact command, and --hook-key saves the key that printed."""
+    from sessionvault.local.hook import hook_key
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run(capsys, "user", "create", "dora")
+    model_key = run(capsys, "key", "create", "--user", "dora")[1].strip()
+    monkeypatch.setenv("SESSIONVAULT_API_KEY", model_key)
+    url = "http://127.0.0.1:8765/mcp"
+    code, _, err = run(capsys, "connect", "claude-code", "--hooks", "--url", url)
+    assert code == 0 and "made the hooks a key of their own" in err, err
+    made = hook_key.saved(local, url)
+    assert made.startswith("sv_live_") and made != model_key
+    assert oct((local / hook_key.FILE).stat().st_mode & 0o777) == "0o600"
+    listing = run(capsys, "key", "list", "--user", "dora")[1]
+    assert any(
+        made[:12] in line and "read,checkpoint" in line and "hooks" in line for line in listing.splitlines()
+    )
+    code, _, err = run(capsys, "connect", "claude-code", "--hooks", "--url", url)
+    assert code == 0 and "use the key saved" in err and hook_key.saved(local, url) == made  # once
+    remote = "https://sv.example.com/mcp"
+    code, _, err = run(capsys, "connect", "claude-code", "--hooks", "--url", remote)
+    assert (
+        code == 0
+        and "scopes=read,checkpoint" in err
+        and "--hook-key" in err
+        and not hook_key.saved(local, remote)
+    )
+    given = "sv_live_" + "g" * 32
+    code, _, err = run(capsys, "connect", "claude-code", "--hooks", "--url", remote, "--hook-key", given)
+    assert code == 0 and hook_key.saved(local, remote) == given
+
+
+def test_dev_gives_the_local_hooks_their_key_once(local):
+    """`sessionvault dev` (make dev) makes the local user's hooks key when there is none, so hooks
+    installed before the checkpoint scope go on saving checkpoints after an upgrade."""
+    from sessionvault.local import config
+    from sessionvault.local.hook import hook_key
+    from sessionvault.local.host import target
+
+    url = "http://127.0.0.1:9876/mcp"
+    t = target.embedded_target(config.load())
+    with target.admin_runtime(t) as rt:
+        target.ensure_user(rt, "local", "make dev")
+        first = target.ensure_hook_key(rt, "local", local, url)
+        again = target.ensure_hook_key(rt, "local", local, url)
+    assert first == local / hook_key.FILE and again is None
+    assert hook_key.saved(local, url).startswith("sv_live_")

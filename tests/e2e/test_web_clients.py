@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import re
 
-from ..conftest import make_user
+from ..conftest import hook_key, make_user
 from ..support.jsonrpc import tool_result
 from .test_web import HOSTILE, REPO, Browser, browser, save, text_of
 
@@ -19,7 +19,7 @@ def test_clients_page_draws_who_handed_off_to_whom(server, runtime, browser: Bro
     save(server.url, user.key, name="plan", summary="s", repo=REPO, client=HOSTILE, handoff=True)
     tool_result(server.url, user.key, "load_session", repo=REPO, accept=True, client="codex")
     tool_result(
-        server.url, user.key, "checkpoint_session", name="auto/codex/abc", summary="s", client="codex"
+        server.url, hook_key(user), "checkpoint_session", name="auto/codex/abc", summary="s", client="codex"
     )
     browser.sign_in(user.key)
     reply = browser.get("/web/clients")

@@ -20,7 +20,7 @@ from psycopg import sql
 from sessionvault.core import apikeys
 from sessionvault.runtime import Runtime, open_runtime
 
-from ..conftest import ServerThread, make_settings, make_user, mcp_client
+from ..conftest import ServerThread, hook_key, make_settings, make_user, mcp_client
 
 pytestmark = pytest.mark.anyio
 
@@ -262,7 +262,7 @@ async def test_a_checkpoint_holding_what_transcripts_hold_is_scrubbed_on_the_ser
     user = make_user(redacting.rt)
     s = transcript_secrets()
     redacting.embedder.texts.clear()
-    saved = await call(redacting.server.url, user.key, "checkpoint_session", checkpoint(s))
+    saved = await call(redacting.server.url, hook_key(user), "checkpoint_session", checkpoint(s))
     kinds = {r["kind"] for r in saved["redacted"]}
     assert {"secret_assignment", "secret_flag", "url_password", "cookie", "cut_token"} <= kinds
     assert "huggingface_token" in kinds

@@ -19,11 +19,12 @@ def functions(aws):
     return load_handler("admin"), load_handler("mcp")
 
 
-def new_key(admin) -> str:
+def new_key(admin, scopes: str = "read,write") -> str:
     import secrets
 
     user = admin.handler({"action": "create_user", "name": f"u-{secrets.token_hex(4)}"}, LambdaContext())
-    key = admin.handler({"action": "create_key", "user_id": user["user_id"], "label": "t"}, LambdaContext())
+    ask = {"action": "create_key", "user_id": user["user_id"], "label": "t", "scopes": scopes}
+    key = admin.handler(ask, LambdaContext())
     return key["key"]
 
 
@@ -209,12 +210,11 @@ def test_the_http_api_answers_through_mangum_with_gateway_events(functions):
     """/api/v1 on Lambda: a save over MCP, then the API lists, gets and exports it (NDJSON,
     buffered whole by Mangum), over several warm invocations of one instance."""
     admin, mcp = functions
-    key = new_key(admin)
+    key = new_key(admin, "read,checkpoint")  # the hooks' kind of key
+    checkpoint = {"name": "auto/x/1", "summary": "api", "client": "x"}
     saved = invoke(
         mcp,
-        rpc(
-            "tools/call", {"name": "checkpoint_session", "arguments": {"name": "auto/x/1", "summary": "api"}}
-        ),
+        rpc("tools/call", {"name": "checkpoint_session", "arguments": checkpoint}),
         key=key,
     )
     assert saved["statusCode"] == 200

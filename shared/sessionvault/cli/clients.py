@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sessionvault.errors import ConfigFileError
+from sessionvault.errors import ConfigError, ConfigFileError
 from sessionvault.local.config import SERVER_URL_HELP, URL_HELP
 from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.local.setup import profile as shell_profile
@@ -64,12 +64,18 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "that save automatic checkpoints (claude-code, codex, gemini, qwen, copilot-cli, droid, cline-cli, "
         "kilo-code); implies --apply",
     )
+    p.add_argument(
+        "--hook-key",
+        default=None,
+        help="with --hooks: the hooks' own key (scopes read,checkpoint) for a server whose keys this "
+        "machine cannot make; on the local server connect makes one itself",
+    )
     p.set_defaults(func=_run_connect)
 
 
 def _run_connect(args: argparse.Namespace) -> int:
     from sessionvault.local.host import target
-    from sessionvault.local.setup import files, hooks
+    from sessionvault.local.setup import files, hook_keys, hooks
 
     state = target.state_folder()
     args.url = args.url or target.default_url(os.environ, state)
@@ -82,6 +88,9 @@ def _run_connect(args: argparse.Namespace) -> int:
             f"written. Run `sessionvault connect {args.client} --apply` without --hooks.",
             file=sys.stderr,
         )
+        return 2
+    if args.hook_key and not args.hooks:
+        print("sessionvault connect: --hook-key goes with --hooks; nothing was written.", file=sys.stderr)
         return 2
     found, source = (args.key, "--key") if args.key else target.default_key(os.environ, state, args.url)
     key = found or None
@@ -122,6 +131,13 @@ def _run_connect(args: argparse.Namespace) -> int:
         print(f"sessionvault connect: {e}", file=sys.stderr)
         return 2
     _report(results)
+    if args.hooks:  # the checkpoint hooks' own key: a model-facing key cannot save checkpoints
+        try:
+            done = hook_keys.ensure(state, args.url, key or "", given=args.hook_key or "")
+        except ConfigError as e:
+            print(f"sessionvault connect: {e}", file=sys.stderr)
+            return 2
+        print(f"note: {done}", file=sys.stderr)
     if args.hooks and hooks.HOOK_CLIENTS[args.client].unverified:  # as docs/clients.md and doctor
         print(
             f"note: {args.client}'s hooks are unverified: {hooks.HOOK_CLIENTS[args.client].unverified}",

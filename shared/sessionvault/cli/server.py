@@ -169,12 +169,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         url = f"http://{args.host}:{port}/mcp"
         with target.admin_runtime(t) as rt:
             key = target.ensure_user(rt, LOCAL_USER, "make dev")
+            hooks_file = target.ensure_hook_key(rt, LOCAL_USER, home, url)
         if key:
             print("\nYour API key (shown once; store it, e.g. export SESSIONVAULT_API_KEY=...):")
             print(f"\n  {key}\n")
         else:
             print("\nUsing the existing local user; its key was shown on the first run.")
             print("Lost it? sessionvault key create --label laptop")
+        if hooks_file:
+            print(f"The hooks' own key (read, checkpoint) is in {hooks_file}.")
         print(quickstart(url, key), "\n", flush=True)
     except BaseException:
         sock.close()

@@ -1,4 +1,4 @@
-"""`sessionvault workspace create|add|role|remove|members|list|delete`: workspaces people share
+"""`sessionvault workspace create|add|role|remove|members|list|rekey|delete`: workspaces people share
 (docs/teams.md), as thin front ends on the admin actions (`jobs.workspace_admin`), run against
 this machine's target database (the embedded one, or DATABASE_URL)."""
 
@@ -72,6 +72,15 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rekey(args: argparse.Namespace) -> int:
+    done = act("rekey_users", workspace=args.name)
+    print(
+        f"Re-keyed workspace {args.name}: a fresh data key, {done['reencrypted_versions']} version(s)"
+        " re-sealed under it; members' next calls use it"
+    )
+    return 0
+
+
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sp = sub.add_parser("workspace", help="workspaces several people share (docs/teams.md)")
     ws = sp.add_subparsers(dest="workspace_command", required=True, metavar="ACTION")
@@ -99,6 +108,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = ws.add_parser("list", help="every workspace, or those of one user")
     p.add_argument("--user", default="", help="only the workspaces this user belongs to, with their role")
     p.set_defaults(func=cmd_list)
+    p = ws.add_parser("rekey", help="give a workspace a fresh data key (after removing a member)")
+    p.add_argument("name", help="the workspace (name or id)")
+    p.set_defaults(func=cmd_rekey)
     p = ws.add_parser("delete", help="delete a workspace and everything in it (its key first)")
     p.add_argument("name", help="the workspace")
     p.add_argument("--yes", action="store_true", help="do not ask to type the name")

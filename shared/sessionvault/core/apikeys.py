@@ -10,8 +10,13 @@ from sessionvault.errors import AccountError
 
 PREFIX = "sv_live_"
 PREFIX_CHARS = 12  # shown next to the label, e.g. sv_live_a1b2
-SCOPES = ("read", "write", "delete")  # load/list/search, save, delete/delete all
+# load/list/search, save, delete/delete all, and the capture hooks' automatic checkpoints
+SCOPES = ("read", "write", "delete", "checkpoint")
 DEFAULT_SCOPES = ("read", "write")  # a new key cannot delete unless asked
+# The hooks' own key (`connect --hooks`, `sessionvault dev`): look at session start (never
+# claim), save checkpoints at the end of work. No model-facing key needs `checkpoint`: a
+# checkpoint save prunes older checkpoints, so a model holding it could destroy them (issue 35).
+HOOK_SCOPES = ("read", "checkpoint")
 
 
 def parse_scopes(text: str) -> tuple[str, ...]:
@@ -27,6 +32,12 @@ def scope_hint(needed: str, what: str, have: frozenset[str]) -> str:
     """Why `what` was refused and the key that would do it: the scopes this key has plus the
     missing one (suggesting only the missing one would drop what the caller already uses)."""
     wanted = ",".join(s for s in SCOPES if s in have | {needed})
+    if needed == "checkpoint":  # the hooks' capability: what provisions it, not a model's key
+        return (
+            f"this API key lacks the 'checkpoint' scope that {what} needs: automatic checkpoints are"
+            " saved by the capture hooks with a key of their own; run `sessionvault connect <client>"
+            " --hooks` (or `sessionvault dev`) to give them one"
+        )
     return (
         f"this API key lacks the {needed!r} scope that {what} needs;"
         f" create a key with it: sessionvault key create --scope {wanted}"

@@ -22,7 +22,9 @@ ACCESS_PREFIX = "sv_at_"
 REFRESH_PREFIX = "sv_rt_"
 ACCESS_TTL_S = 3600  # one hour
 REFRESH_TTL_S = 30 * 24 * 3600  # rotated on every use; an unused one lapses after 30 days
-SCOPES = apikeys.SCOPES  # an OAuth token's scopes are an API key's
+# An OAuth token's scopes are an API key's, but for the hooks' `checkpoint`: a token is
+# model-facing by nature (a client's sign-in), and migration 0005 holds its rows to these three.
+SCOPES = ("read", "write", "delete")
 
 # Dynamic registration is open to anyone: these bound what it can store.
 MAX_REDIRECT_URIS = 5

@@ -88,6 +88,18 @@ def insert_key(
         )
 
 
+def live_key_owner(db: Database, key_hash: bytes) -> str | None:
+    """The person whose live (unrevoked, not disabled) key hashes to `key_hash`, or None."""
+    with db.identity() as conn:
+        row = conn.execute(
+            "SELECT k.user_id FROM api_keys k JOIN users u ON u.id = k.user_id"
+            " WHERE k.key_hash = %s AND k.revoked_at IS NULL AND u.disabled_at IS NULL"
+            " AND u.kind = 'person'",
+            (key_hash,),
+        ).fetchone()
+    return None if row is None else str(row["user_id"])
+
+
 def list_users(db: Database) -> list[Row]:
     """Every user, oldest first: id, name, created_at, disabled_at, and `keys`, how many of
     their keys are not revoked (usable unless the user is disabled)."""

@@ -27,7 +27,7 @@ class Checkpoint:
     prefix: str
     keep: int
     max_age_days: int
-    max_total: int = 30  # the user's checkpoints across every repo and client: they count in no quota
+    max_total: int = 100  # the user's live checkpoints across repos and clients: their own quota
 
 
 @dataclass(frozen=True)

@@ -61,10 +61,13 @@ ON CONFLICT (user_id) DO NOTHING
 # `dedupe`) when the head already holds this very content, or when this version is stored
 # already (a retry after a COMMIT whose answer was lost: the save is idempotent by seal_id).
 # The usage row's lock serialises one user's saves, so two cannot both slip under the limit.
-# Automatic checkpoints do not count toward the session quota (core/checkpoints.py: their
-# number is bounded per repo instead). The version's row may reference a head made by the same
-# statement: foreign keys are checked at its end. What it wrote, it marks for the statements
-# queued after it (`sessionvault.sealed`, local to the transaction).
+# Automatic checkpoints do not count toward the session quota but toward one of their own
+# (core/checkpoints.py): a new one is refused when the user's live checkpoints, counted as its
+# own slot's pruning will leave them, would pass `max_total`; pruning never reaches past the
+# slot (a save must not be able to delete another client's or repo's checkpoints). The
+# version's row may reference a head made by the same statement: foreign keys are checked at
+# its end. What it wrote, it marks for the statements queued after it (`sessionvault.sealed`,
+# local to the transaction).
 _SAVE = """
 WITH usage AS (SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE),
 head AS (
@@ -77,6 +80,15 @@ head AS (
       AND (usage.dek_fp IS NULL OR usage.dek_fp = %(dek_fp)s)
       AND (usage.sessions < %(max_sessions)s OR %(automatic)s
            OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s))
+      AND (NOT %(automatic)s
+           OR EXISTS (SELECT 1 FROM sessions WHERE user_id = %(user_id)s AND name = %(name)s)
+           OR (SELECT count(*) FILTER (WHERE NOT (repo = %(repo)s AND name LIKE %(prefix)s ESCAPE '\\'))
+                      + least(count(*) FILTER (WHERE repo = %(repo)s AND name LIKE %(prefix)s ESCAPE '\\')
+                              + 1, %(auto_keep)s)
+               FROM sessions
+               WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
+                 AND updated_at >= clock_timestamp() - %(max_age_days)s * interval '1 day')
+              <= %(max_total)s)
       AND NOT EXISTS (SELECT 1 FROM session_versions WHERE seal_id = %(seal_id)s)
     ON CONFLICT (user_id, name) DO UPDATE SET
         repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview,
@@ -114,8 +126,9 @@ SELECT id, version, updated_at FROM sessions
 WHERE user_id = %(user_id)s AND name = %(name)s AND content_digest = %(digest)s
   AND seal_id IS DISTINCT FROM %(seal_id)s
 """
-# A checkpoint save keeps only the newest `keep` checkpoints of its repo and client, and none
-# of the user's older than `max_age_days`; what they took is given back to the usage row.
+# A checkpoint save keeps only the newest `keep` checkpoints of its own repo and client, and
+# none of the user's older than `max_age_days` (expired by age, whoever saved them: a save
+# cannot choose which); what they took is given back to the usage row.
 _PRUNE_CHECKPOINTS = (
     "WITH"
     + _SAVED_HEAD
@@ -124,15 +137,11 @@ doomed AS (
     (SELECT id FROM sessions
      WHERE user_id = %(user_id)s AND repo = %(repo)s AND name LIKE 'auto/%%'
        AND name LIKE %(prefix)s ESCAPE '\\'
-     ORDER BY updated_at DESC, id DESC OFFSET %(keep)s)
+     ORDER BY updated_at DESC, id DESC OFFSET %(auto_keep)s)
     UNION
     SELECT id FROM sessions
     WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
       AND updated_at < clock_timestamp() - %(max_age_days)s * interval '1 day'
-    UNION
-    (SELECT id FROM sessions
-     WHERE user_id = %(user_id)s AND name LIKE 'auto/%%'
-     ORDER BY updated_at DESC, id DESC OFFSET %(max_total)s)
 ),
 gone AS (
     DELETE FROM sessions WHERE id IN (SELECT id FROM doomed) AND EXISTS (SELECT 1 FROM saved)
@@ -215,6 +224,11 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
         "ciphertext": version.ciphertext,
         "mac": version.mac,
         "keep": policy.keep_previous,
+        # a checkpoint's slot and quota (unused by other saves, which the SQL lets through)
+        "prefix": _like_prefix(checkpoint.prefix) if checkpoint else "",
+        "auto_keep": checkpoint.keep if checkpoint else 0,
+        "max_age_days": checkpoint.max_age_days if checkpoint else 0,
+        "max_total": checkpoint.max_total if checkpoint else 0,
     }
 
     def work(conn: Connection) -> tuple[Cursor, Cursor | None]:
@@ -233,14 +247,7 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
             }
             conn.execute(_OFFER, {**params, **offered})
         if checkpoint is not None:
-            siblings = {
-                "keep": checkpoint.keep,
-                "max_age_days": checkpoint.max_age_days,
-                "max_total": checkpoint.max_total,
-            }
-            conn.execute(
-                _PRUNE_CHECKPOINTS, {**params, **siblings, "prefix": _like_prefix(checkpoint.prefix)}
-            )
+            conn.execute(_PRUNE_CHECKPOINTS, params)
         return saved, same
 
     # Idempotent: a second run finds the version stored by the first and writes nothing.

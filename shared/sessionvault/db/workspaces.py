@@ -11,6 +11,7 @@ from typing import Any
 import psycopg.errors
 
 from sessionvault.core.keys import WrappedKey
+from sessionvault.db import identity
 from sessionvault.db.pool import Database
 from sessionvault.errors import AccountError
 
@@ -20,7 +21,7 @@ ROLES = ("owner", "member", "reader")
 _RESOLVE = "SELECT id::text AS id, dek_wrapped, key_id, role FROM sessionvault_workspace(%s)"
 _MINE = "SELECT id::text AS id, name, role FROM sessionvault_my_workspaces()"
 ELSEWHERE = "SELECT space::text AS space, name, offered_at FROM sessionvault_newest_offer_elsewhere(%s, %s)"
-_MEMBER_ID = "SELECT sessionvault_member_id(%s)::text AS id"
+_OFFER_TARGET = "SELECT id::text AS id, role, disabled FROM sessionvault_offer_target(%s)"
 
 
 def resolve(db: Database, caller: str, name: str) -> Row | None:
@@ -34,10 +35,10 @@ def mine(db: Database, caller: str) -> list[Row]:
     return list(db.in_tenant(caller, lambda conn: conn.execute(_MINE), idempotent=True))
 
 
-def member_id(db: Database, space: str, name: str) -> str | None:
-    """Inside the entered workspace `space`: the id of its member named `name`, or None."""
-    row = db.in_tenant(space, lambda conn: conn.execute(_MEMBER_ID, (name,)), idempotent=True).fetchone()
-    return str(row["id"]) if row and row["id"] else None
+def offer_target(db: Database, space: str, name: str) -> Row | None:
+    """Inside the entered workspace `space`: its member named `name` as an offer needs them (id,
+    role, disabled), or None for no such member (migration 0019)."""
+    return db.in_tenant(space, lambda conn: conn.execute(_OFFER_TARGET, (name,)), idempotent=True).fetchone()
 
 
 # ---------------------------------------------------------------- the admin role's side
@@ -61,9 +62,12 @@ def create(db: Database, workspace_id: str, name: str, wrapped: WrappedKey, owne
 
 
 def find(db: Database, name: str) -> str:
-    """A workspace's id by its name (AccountError if there is none)."""
+    """A workspace's id by its name, or by its id (AccountError if there is none)."""
+    column = "id" if identity.is_uuid(name) else "name"
     with db.identity() as conn:
-        row = conn.execute("SELECT id FROM users WHERE name = %s AND kind = 'workspace'", (name,)).fetchone()
+        row = conn.execute(
+            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'workspace'", (name,)
+        ).fetchone()
     if row is None:
         raise AccountError(f"no workspace {name!r}")
     return str(row["id"])
@@ -125,11 +129,15 @@ def listing(db: Database, user_id: str | None = None) -> list[Row]:
 
 
 def _role(conn: Any, workspace_id: str, user_id: str) -> str | None:
-    row = conn.execute(
-        "SELECT role FROM workspace_members WHERE workspace_id = %s AND user_id = %s FOR UPDATE",
-        (workspace_id, user_id),
-    ).fetchone()
-    return str(row["role"]) if row else None
+    """`user_id`'s role, with every member row of the workspace locked (in one order, as the web
+    path locks them: migration 0016) until the transaction ends: two owners demoting or removing
+    each other at once then count owners one after the other, never both seeing two (issue 35,
+    item 4: 33 of 40 concurrent demotions left no owner when only the target row was locked)."""
+    rows = conn.execute(
+        "SELECT user_id, role FROM workspace_members WHERE workspace_id = %s ORDER BY user_id FOR UPDATE",
+        (workspace_id,),
+    ).fetchall()
+    return next((str(r["role"]) for r in rows if str(r["user_id"]) == str(user_id)), None)
 
 
 def _keep_an_owner(conn: Any, workspace_id: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from sessionvault import telemetry
 from sessionvault.core import apikeys
 from sessionvault.core.keys import KmsKeyProvider
-from sessionvault.db import audit, identity
+from sessionvault.db import audit, identity, workspaces
 from sessionvault.errors import AccountError, ErrorClass
 from sessionvault.jobs import rekey, rotation
 from sessionvault.jobs.actions import (
@@ -126,18 +126,33 @@ def rotate_keys(rt: Runtime, event: Event) -> dict[str, Any]:
     return rotation.rewrap_all(rt.db, target, lambda key_id: KmsKeyProvider(key_id, target.client))
 
 
-@action(USER, "before")
+@action(USER, "before", "workspace")
 def rekey_users(rt: Runtime, event: Event) -> dict[str, Any]:
-    """Fresh data keys, sessions re-encrypted (after a suspected compromise): one user, or all
-    users keyed before `before` (default: now; pass the answer's `before` again to resume)."""
-    if named_user(event):
-        user_id = user_of(rt, event)
-        return {"user_id": user_id, "reencrypted_versions": rekey.rekey_user(rt, user_id)}
+    """Fresh data keys, sessions re-encrypted (after a suspected compromise, or a member's
+    removal): one user, one workspace (by name or id; `user=<workspace id>` too, as docs/teams.md
+    long said), or all users keyed before `before` (default: now; pass the answer's `before`
+    again to resume). Members' next calls use the new key (service/spaces.py follows it)."""
+    if event.get("workspace") or named_user(event):
+        tenant = _tenant(rt, event)
+        return {"user_id": tenant, "reencrypted_versions": rekey.rekey_user(rt, tenant)}
     try:
         before = datetime.fromisoformat(str(event["before"])) if event.get("before") else datetime.now(UTC)
     except ValueError:
         raise AccountError("before must be an ISO timestamp, as a previous run answered") from None
     return {"before": before.isoformat(), **rekey.rekey_all(rt, before)}
+
+
+def _tenant(rt: Runtime, event: Event) -> str:
+    """The one tenant a rekey names: `workspace` (name or id), else `user` (a person's id or
+    name, or a workspace's id)."""
+    if event.get("workspace"):
+        return workspaces.find(rt.db, str(event["workspace"]))
+    try:
+        return user_of(rt, event)
+    except AccountError:
+        if not identity.is_uuid(named_user(event)):
+            raise
+        return workspaces.find(rt.db, named_user(event))
 
 
 def dispatch(rt: Runtime, event: Event, request_id: str = "") -> dict[str, Any]:

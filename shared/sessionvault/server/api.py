@@ -12,7 +12,7 @@ shape: `{"error": {"code": "...", "message": "..."}}`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -92,8 +92,10 @@ class Api:
             return "scope"
         query = _query(scope)
         try:
-            if route.path == "/export":
-                await self._export(who, send, query)
+            if route.path == "/export":  # access is checked before its first byte (export_lines)
+                workspace = query.get("workspace", "")
+                lines = await anyio.to_thread.run_sync(portability.export_lines, self.vault, who, workspace)
+                await self._export(send, lines)
                 return None
             if route.path == "/import":
                 body = await read_body(receive, MAX_IMPORT_BYTES)
@@ -117,7 +119,7 @@ class Api:
         )
         return done.as_dict()
 
-    async def _export(self, who: Principal, send: Send, query: dict[str, str]) -> None:
+    async def _export(self, send: Send, lines: Iterator[dict[str, Any]]) -> None:
         """NDJSON, streamed one session at a time (a Lambda buffers it whole: fine below its
         6 MB response cap; past that, export from the laptop side against the database)."""
         headers = [
@@ -126,12 +128,12 @@ class Api:
             (b"content-disposition", b'attachment; filename="sessionvault-export.ndjson"'),
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        async for line in _lines(portability.export_lines(self.vault, who, query.get("workspace", ""))):
+        async for line in _lines(lines):
             await send({"type": "http.response.body", "body": line, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def _lines(lines: Any) -> AsyncIterator[bytes]:
+async def _lines(lines: Iterator[dict[str, Any]]) -> AsyncIterator[bytes]:
     """Each export line as bytes, produced off the event loop (each one is database work)."""
     done = object()
     while (line := await anyio.to_thread.run_sync(next, lines, done)) is not done:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sessionvault.core.records import LoadArgs
 from sessionvault.db.sessions import iso
+from sessionvault.errors import ValidationFailed
 
 
 def state_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -55,3 +56,19 @@ def not_claimed(args: LoadArgs, last: Mapping[str, Any] | None) -> dict[str, Any
     else:
         out["hint"] = f"no open handoff for {where}: the newest one is {offered.get('state', 'gone')}"
     return out
+
+
+def claimable_by(name: str, member: Mapping[str, Any] | None) -> str:
+    """The id of `name`, the workspace member an offer is made to, when they could claim it; else
+    ValidationFailed naming why (issue 37: an offer to a reader was saved and never claimable).
+    A claim writes, so a reader cannot; a disabled person cannot call at all."""
+    if member is None:
+        raise ValidationFailed(f"to_person: no member named {name!r} in this workspace")
+    if member["disabled"]:
+        raise ValidationFailed(f"to_person: {name!r} is disabled on this server and could not claim it")
+    if member["role"] == "reader":
+        raise ValidationFailed(
+            f"to_person: {name!r} is a reader of this workspace, and a reader cannot claim a handoff;"
+            " offer it to a member or owner, or ask an owner to make them a member"
+        )
+    return str(member["id"])

@@ -29,7 +29,7 @@ from sessionvault.core.checkpoints import is_automatic
 from sessionvault.core.records import SAVE_CONTROLS, SaveArgs, parse
 from sessionvault.db import rate_counters
 from sessionvault.db import sessions as store
-from sessionvault.errors import ValidationFailed
+from sessionvault.errors import DecryptionFailed, ValidationFailed
 from sessionvault.service import handoff
 from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record
@@ -45,24 +45,40 @@ PAGE = 100
 def export_lines(vault: Vault, who: Principal, workspace: str = "") -> Iterator[dict[str, Any]]:
     """The header, then every session of the caller's space (personal, or `workspace`) with
     every kept version, newest session first (decrypted one session at a time: memory is one
-    session's, not the account's). Each read enters the workspace on its own, so a member
-    removed while the export streams gets nothing more from the next read on."""
-    yield {"format": FORMAT}
+    session's, not the account's). The space is resolved and entered, and its first page read,
+    here, before anything is produced: a stream's first byte is an answer (200), so a caller
+    who may not read the workspace is refused (WorkspaceDenied: 404) before it. Each later read
+    enters the workspace on its own, so a member removed while the export streams gets nothing
+    more from the next read on."""
     space = vault.spaces.of(who, workspace)
+    with vault.spaces.entered(who, space, "read", "export"):
+        first = store.page(vault.db, space.id, "", PAGE + 1, None)
+    return _exported(vault, who, space, first)
+
+
+def _exported(vault: Vault, who: Principal, space: Space, rows: list[Any]) -> Iterator[dict[str, Any]]:
+    yield {"format": FORMAT}
     dek = vault.keys.unwrap(space.id, space.wrapped)
-    cursor, count = None, 0
+    count = 0
     while True:
-        with vault.spaces.entered(who, space, "read", "export"):
-            rows = store.page(vault.db, space.id, "", PAGE + 1, cursor)
         for row in rows[:PAGE]:
             with vault.spaces.entered(who, space, "read", "export"):
-                line = _session(vault, space.id, dek, row["name"])
+                try:
+                    line = _session(vault, space.id, dek, row["name"])
+                except DecryptionFailed:  # re-keyed since this instance remembered its key
+                    fresh = vault.spaces.renew(who, space)
+                    if fresh is None:
+                        raise
+                    space, dek = fresh, vault.keys.unwrap(fresh.id, fresh.wrapped)
+                    line = _session(vault, space.id, dek, row["name"])
             yield line
             count += 1
         if len(rows) <= PAGE:
             yield {"end": True, "sessions": count}
             return
         cursor = (rows[PAGE - 1]["updated_at"], str(rows[PAGE - 1]["id"]))
+        with vault.spaces.entered(who, space, "read", "export"):
+            rows = store.page(vault.db, space.id, "", PAGE + 1, cursor)
 
 
 def export_session(vault: Vault, who: Principal, name: str) -> dict[str, Any]:
@@ -182,6 +198,12 @@ def _import_session(
         or not isinstance(line.get("versions"), list)
     ):
         raise ValidationFailed("a session line needs a name and a list of versions")
+    if is_automatic(line["name"]) and (space.name or "checkpoint" not in who.scopes):
+        # The hooks' rules (vault.checkpoint_rules), told per line so the rest still imports.
+        raise ValidationFailed(
+            "skipped an automatic checkpoint (auto/ name): checkpoints are personal, and imported"
+            " only with the hooks' key (the checkpoint scope)"
+        )
     with vault.spaces.entered(who, space, "write", "import"):
         kept = store.every_version(vault.db, space.id, line["name"])
     present = {_content(open_record(dek, space.id, row)) for row in kept}

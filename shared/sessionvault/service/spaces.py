@@ -2,7 +2,10 @@
 (docs/teams.md), and entering it for the call's transactions.
 
 A workspace's name resolves to its id and wrapped data key once per instance and is then
-remembered for a few minutes: that memory is no grant. Every transaction of the call enters
+remembered for a few minutes: that memory is no grant, and it follows the key: a call that
+meets content its remembered key cannot open (or a save the database refuses because the key
+changed) asks `renew` once for the key as stored now, so a re-key or rotation is seen on the
+next call, never as a false integrity error. Every transaction of the call enters
 the workspace in its own flight (`db.pool.Entering`), where the database checks membership
 and role at that moment; a refusal forgets the name, and reads as "no such workspace" whether
 the caller was never a member, was removed a moment ago, or the workspace does not exist."""
@@ -65,6 +68,17 @@ class Spaces:
                 self._known.clear()
             self._known[key] = (time.monotonic() + REMEMBER_S, space)
         return space
+
+    def renew(self, who: Principal, space: Space) -> Space | None:
+        """The workspace `space` as the database holds it now, remembered from here on, when its
+        wrapped key is not the one `space` holds (a re-key or rotation since it was remembered);
+        None for the personal space or an unchanged key (nothing to try again with)."""
+        if not space.name:
+            return None
+        with self._lock:
+            self._known.pop((who.user_id, space.name), None)
+        fresh = self.of(who, space.name)
+        return None if fresh.wrapped == space.wrapped else fresh
 
     @contextmanager
     def entered(self, who: Principal, space: Space, access: str, tool: str) -> Iterator[pool.Entering | None]:

@@ -16,6 +16,7 @@ from sessionvault.core.checkpoints import (
     AUTO_KEEP,
     AUTO_MAX_AGE_DAYS,
     AUTO_MAX_TOTAL,
+    checkpoint_name,
     is_automatic,
     sibling_prefix,
 )
@@ -39,6 +40,7 @@ from sessionvault.db import deletes, saves, search, workspaces
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database
 from sessionvault.errors import (
+    DecryptionFailed,
     KeyReplaced,
     ProviderUnavailable,
     QuotaExceeded,
@@ -68,6 +70,25 @@ def embedding_text(record: Mapping[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def checkpoint_rules(who: Principal, args: SaveArgs) -> None:
+    """What an automatic checkpoint must be, on every path that saves one (the hooks' tool, an
+    import): saved with the hooks' own scope, personal and never offered, and named for the
+    client that saves it, so that its pruning (only its own repo and client) touches nothing of
+    another client's (issue 35: a model-facing key pruned every checkpoint)."""
+    if "checkpoint" not in who.scopes:
+        raise ScopeMissing(scope_hint("checkpoint", "an automatic checkpoint (auto/ name)", who.scopes))
+    if args.workspace or args.to_person or args.to_client or args.handoff:
+        raise ValidationFailed(
+            "invalid arguments: a checkpoint is personal and never offered: no workspace, to_person,"
+            " to_client or handoff (save_session shares and offers work)"
+        )
+    if not args.client or sibling_prefix(args.name) != checkpoint_name(args.client, ""):
+        raise ValidationFailed(
+            "invalid arguments: name: a checkpoint's name is auto/<client>/<client session id>,"
+            " with the client it gives as client"
+        )
+
+
 class Vault:
     def __init__(
         self,
@@ -94,7 +115,19 @@ class Vault:
 
     def save(self, who: Principal, args: SaveArgs, *, checkpoint: bool = False) -> dict[str, Any]:
         """Save a version. `checkpoint`: the capture hooks' path (checkpoint_session), the only
-        one that may use the auto/ names: a session is automatic because of how it was saved."""
+        one that may use the auto/ names: a session is automatic because of how it was saved.
+        A workspace whose key changed since this instance remembered it (the database refuses
+        the save, having written nothing) is saved again once, under the key it holds now."""
+        space = self.spaces.of(who, args.workspace)
+        try:
+            return self._save(who, args, space, checkpoint)
+        except KeyReplaced:
+            fresh = self.spaces.renew(who, space)
+            if fresh is None:
+                raise
+            return self._save(who, args, fresh, checkpoint)
+
+    def _save(self, who: Principal, args: SaveArgs, space: Space, checkpoint: bool) -> dict[str, Any]:
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
 
         if is_automatic(args.name) != checkpoint:
@@ -104,6 +137,8 @@ class Vault:
                 else "invalid arguments: name: names starting with auto/ are kept for automatic"
                 " checkpoints, which only the capture hooks save"
             )
+        if checkpoint:
+            checkpoint_rules(who, args)
 
         record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
         # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
@@ -118,7 +153,6 @@ class Vault:
         name: str = record["name"]
         # Embed before the transaction: a slow provider must not hold row locks.
         vector = self.embedder.embed(embedding_text(record))
-        space = self.spaces.of(who, args.workspace)
         dek = self._dek(space)
         preview = make_preview(record["summary"])
         head = saves.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
@@ -142,7 +176,7 @@ class Vault:
         with self.spaces.entered(who, space, "write", "save_session"):
             row = saves.save(self.db, space.id, head, version, policy)
             if row is None:
-                raise self._refusal(space, fp)
+                raise self._refusal(space, fp, checkpoint=checkpoint)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
@@ -175,16 +209,21 @@ class Vault:
         to_user = None
         if args.to_person:
             with self.spaces.entered(who, space, "write", "save_session"):
-                to_user = workspaces.member_id(self.db, space.id, args.to_person)
-            if to_user is None:
-                raise ValidationFailed(f"to_person: no member named {args.to_person!r} in this workspace")
+                target = workspaces.offer_target(self.db, space.id, args.to_person)
+            to_user = handoff.claimable_by(args.to_person, target)
         return saves.Offer(client, args.to_client, self.handoff_ttl_days, who.user_id, to_user)
 
-    def _refusal(self, space: Space, fp: bytes) -> VaultError:
+    def _refusal(self, space: Space, fp: bytes, *, checkpoint: bool = False) -> VaultError:
         """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
         used = saves.usage(self.db, space.id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
         if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
             return KeyReplaced()
+        if checkpoint and used["bytes"] < self.quota.bytes:
+            return QuotaExceeded(
+                f"checkpoint quota reached: at most {AUTO_MAX_TOTAL} automatic checkpoints are kept"
+                f" ({AUTO_KEEP} per repo and client), and a new one never deletes another's; they"
+                f" expire after {AUTO_MAX_AGE_DAYS} days, or delete some with delete_session"
+            )
         return QuotaExceeded(
             f"storage quota reached: {used['sessions']} of {self.quota.sessions} sessions,"
             f" {used['bytes'] // 1024} KiB of {self.quota.bytes // 1024} KiB (history included);"
@@ -209,8 +248,8 @@ class Vault:
             space, row, _ = claims.latest(self.db, self.spaces, who, args)
         if row is None:
             return answers.not_found(args)
+        space, record = self._opened(who, space, row)
         dek = self._dek(space)
-        record = sealing.open_record(dek, space.id, row)
         out: dict[str, Any] = {
             "notice": framing.RESULT_NOTICE,
             "found": True,
@@ -243,6 +282,17 @@ class Vault:
                     out["related"] = self._related(space, dek, row)
         return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
 
+    def _opened(self, who: Principal, space: Space, row: dict[str, Any]) -> tuple[Space, dict[str, Any]]:
+        """The stored version `row` opened, and the space whose key opened it: when the key this
+        instance remembers fails, the workspace's key as stored now, once (spaces.renew)."""
+        try:
+            return space, sealing.open_record(self._dek(space), space.id, row)
+        except DecryptionFailed:
+            fresh = self.spaces.renew(who, space)
+            if fresh is None:
+                raise
+            return fresh, sealing.open_record(self._dek(fresh), fresh.id, row)
+
     def _related(self, space: Space, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
             return []
@@ -264,12 +314,14 @@ class Vault:
                 " list_sessions and load_session still work"
             )
         space = self.spaces.of(who, args.workspace)
-        dek = self._dek(space)
         with self.spaces.entered(who, space, "read", "search_sessions"):
             hits = search.nearest(
                 self.db, space.id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
             )
-        found = [answers.hit(sealing.open_record(dek, space.id, h), h, space.name) for h in hits]
+        found = []
+        for h in hits:  # the first hit settles which key opens them all
+            space, record = self._opened(who, space, h)
+            found.append(answers.hit(record, h, space.name))
         return pack(found, args.max_tokens, FRAME_CHARS)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
@@ -280,6 +332,10 @@ class Vault:
         shown = rows[: args.limit]
         dek = self._dek(space) if shown else b""
         sessions = [answers.listed(dek, space.id, r, space.name) for r in shown]
+        if any(s.get("unverified") for s in sessions):  # maybe a re-key: the key as stored now
+            fresh = self.spaces.renew(who, space)
+            if fresh is not None:
+                sessions = [answers.listed(self._dek(fresh), fresh.id, r, fresh.name) for r in shown]
         more = len(rows) > args.limit
         return {
             "sessions": sessions,

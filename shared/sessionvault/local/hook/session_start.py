@@ -30,6 +30,7 @@ from typing import Any
 from sessionvault.core import framing
 from sessionvault.errors import ConfigError, ToolCallFailed
 from sessionvault.local import config
+from sessionvault.local.hook import hook_key
 from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.hook.drift import Late, age, drift_line, handoff_line, measure_drift, open_offer, when
 from sessionvault.local.hook.repo import Drift, current_repo
@@ -211,7 +212,7 @@ def session_context(
     except ConfigError as exc:  # a broken config.toml: said, and the start goes on
         return _note(f"{exc}; so no earlier session was loaded.")
     url = url or cfg.url
-    key = env.get(KEY_ENV, "").strip()
+    key = hook_key.for_hooks(env, cfg.state, url)
     if not key:
         return _note(
             f"{KEY_ENV} is not set where this client runs, so no earlier session was loaded; {DOCTOR}."

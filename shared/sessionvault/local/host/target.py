@@ -117,6 +117,22 @@ def ensure_user(rt: Runtime, name: str, label: str) -> str | None:
     return accounts.create_key(rt.db, user_id, label, ("read", "write", "delete"))[0]
 
 
+def ensure_hook_key(rt: Runtime, name: str, home: Path, url: str) -> Path | None:
+    """Give the hooks of this machine a key of their own for `url` (the `checkpoint` scope,
+    local/hook/hook_key.py) unless they have one: the new file, else None. Existing users get
+    it on their next `make dev`, so their installed hooks go on saving checkpoints."""
+    from sessionvault.core import apikeys
+    from sessionvault.db import identity
+    from sessionvault.local.hook import hook_key
+    from sessionvault.service import accounts
+
+    saved = hook_key.saved(home, url)
+    if saved and identity.live_key_owner(rt.db, apikeys.digest(saved)):
+        return None
+    key, _ = accounts.create_key(rt.db, identity.resolve_user(rt.db, name), "hooks", apikeys.HOOK_SCOPES)
+    return hook_key.save(home, url, key)
+
+
 # ---------------------------------------------------------------- the deployed server
 
 DEPLOYMENT_FILE = "deployment.json"  # URL, stack, region: no secret

@@ -46,7 +46,7 @@ class ToolSpec:
     description: str
     args: type[records.Strict]
     run: Callable[[Vault, Principal, Any], dict[str, Any]]
-    scope: str  # what the API key must allow: read, write or delete
+    scope: str  # what the API key must allow: read, write, delete, or the hooks' checkpoint
     annotations: types.ToolAnnotations
     quotes_notes: bool = False  # the result carries saved text: framed as data for the model
     listed: bool = True  # shown in tools/list; False: called by our own code only (the hooks)
@@ -77,11 +77,12 @@ TOOLS = [
     ToolSpec(
         "checkpoint_session",
         "Save an automatic checkpoint (auto/... names): the capture hooks' own call, built from a"
-        " client's transcript without a model. Not listed: a session is automatic because this path"
-        " saved it, never because of a name a caller chose (save_session refuses auto/ names).",
+        " client's transcript without a model. Not listed, and it needs the hooks' own scope: a"
+        " session is automatic because this path saved it, never because of a name a caller chose"
+        " (save_session refuses auto/ names), and a model-facing key cannot prune checkpoints.",
         records.SaveArgs,
         lambda vault, who, args: vault.save(who, args, checkpoint=True),
-        "write",
+        "checkpoint",
         types.ToolAnnotations(destructive_hint=False, idempotent_hint=False, open_world_hint=False),
         listed=False,
     ),
@@ -157,7 +158,8 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
     spec = _BY_NAME.get(name)
     if spec is None:  # a protocol error, not a result the model reads (MCP tools, error handling)
         state.error_class = "validation"
-        raise MCPError(resources.INVALID_PARAMS, f"unknown tool {name!r}; available: {', '.join(_BY_NAME)}")
+        listed = ", ".join(spec.name for spec in LISTED)  # a hidden tool is never named
+        raise MCPError(resources.INVALID_PARAMS, f"unknown tool {name!r}; available: {listed}")
     if spec.scope not in state.principal.scopes:
         state.error_class = "scope"
         return _error(scope_hint(spec.scope, name, state.principal.scopes))

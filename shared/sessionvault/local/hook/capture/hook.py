@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sessionvault.local import config
+from sessionvault.local.hook import hook_key
 from sessionvault.local.hook.capture import switch
 from sessionvault.local.hook.capture.checkpoint import build
 from sessionvault.local.hook.capture.clients import READERS, Reader
 from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.hook.repo import current_branch, current_commit, current_repo
 from sessionvault.local.remote import rpc
-from sessionvault.names import KEY_ENV
 
 DEADLINE_S = 8.0  # the whole hook; the installed hook timeout is HOOK_TIMEOUT_S
 HOOK_TIMEOUT_S = 20
@@ -74,7 +74,7 @@ def run(client: str, payload: Mapping[str, Any], env: Mapping[str, str], home: P
     ago = spool.sent_ago(args["name"])
     if event in EVERY_TURN and ago is not None and ago < THROTTLE_S:
         return Outcome(name=args["name"], spooled=1)
-    sent, left = spool.flush(cfg.url, env.get(KEY_ENV, ""), SEND_TIMEOUT_S)
+    sent, left = spool.flush(cfg.url, hook_key.for_hooks(env, cfg.state, cfg.url), SEND_TIMEOUT_S)
     return Outcome(name=args["name"], sent=sent, spooled=left)
 
 
