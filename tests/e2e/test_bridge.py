@@ -92,6 +92,7 @@ async def test_resources_pass_through(server, runtime):
             with pytest.raises(MCPError) as foreign:
                 await client.read_resource("file:///etc/passwd")
             assert foreign.value.code == -32602 and "session URIs look like" in foreign.value.message
+            assert foreign.value.data == {"uri": "file:///etc/passwd"}  # every not-found names its URI
 
 
 async def test_a_read_less_key_sees_no_resources_through_the_bridge(server, runtime):

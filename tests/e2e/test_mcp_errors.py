@@ -124,7 +124,8 @@ def test_a_resource_uri_that_is_not_ours_is_logged_nowhere(server, runtime, http
     user = make_user(runtime)
     unique = f"https://example.com/{os.urandom(6).hex()}"
     answer = rpc(http, server.url, user.key, "resources/read", {"uri": unique})
-    assert answer["error"]["code"] == -32602
+    # Not found, as a session URI that names nothing is (-32002 before 2026-07-28), with its URI.
+    assert answer["error"]["code"] == -32002 and answer["error"]["data"] == {"uri": unique}
     out = capfd.readouterr()
     assert_nothing_leaked(every_log, unique)
     assert unique not in out.out + out.err
@@ -167,6 +168,7 @@ def test_an_unknown_tool_is_a_json_rpc_error_not_a_result(server, runtime, http,
         assert "result" not in answer
         assert answer["error"]["code"] == -32602
         assert answer["error"]["message"].startswith("unknown tool 'no_such_tool'; available: save_session")
+        assert "checkpoint_session" not in answer["error"]["message"]  # a hidden tool is never named
         lines = logs.requests_until(lambda lines: any(x.get("user_id") == user.id for x in lines))
     assert [x.get("error_class") for x in lines if x.get("user_id") == user.id] == ["validation"]
     assert "Traceback" not in capfd.readouterr().err

@@ -303,3 +303,23 @@ def test_a_database_outage_gives_503_not_a_traceback(pg, runtime, capfd):
     logged = [x for x in lines if x.get("message") == "request"]
     assert logged[-1]["error_class"] == "db" and logged[-1]["status"] == 503
     assert "127.0.0.1" not in json.dumps(logged)  # no connection string, host or message
+
+
+@pytest.mark.parametrize("content_type", ["APPLICATION/JSON", "Application/Json; Charset=UTF-8"])
+def test_a_media_type_in_any_case_is_json_to_the_edge_and_the_handler_alike(server, user, content_type):
+    """Issue 35 item 6: the edge admitted (audited, charged) `APPLICATION/JSON` and the MCP
+    handler then refused it with 415. Both judge it by one function now: it is served."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "list_sessions", "arguments": {}},
+    }
+    headers = {
+        "Authorization": f"Bearer {user.key}",
+        "Content-Type": content_type,
+        "Accept": "application/json, text/event-stream",
+    }
+    reply = httpx2.post(server.url, content=json.dumps(body), headers=headers, timeout=30)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["structuredContent"]["sessions"] == []

@@ -231,7 +231,17 @@ MAX_FORM_FIELDS = 100
 
 
 def media_type(content_type: str | None) -> str:
+    """A Content-Type's media type, lower-cased: media types are case-insensitive (RFC 9110)."""
     return (content_type or "").partition(";")[0].strip().lower()
+
+
+JSON = "application/json"
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a body is JSON, as every layer that reads Content-Type must judge it: one function,
+    or one layer admits (and charges) what the next refuses (issue 35 item 6)."""
+    return media_type(content_type) == JSON
 
 
 async def form_problem(scope: Scope, body: bytes) -> str | None:

@@ -52,7 +52,7 @@ from typing import Literal
 from sessionvault.core import apikeys
 from sessionvault.errors import Refused
 from sessionvault.server.admission.admitter import bearer_token
-from sessionvault.server.edge import FORM, media_type
+from sessionvault.server.edge import FORM, JSON, is_json, media_type
 from sessionvault.settings import Settings
 
 Check = Literal["host", "origin", "content_type"]
@@ -89,13 +89,6 @@ def matches(value: str, patterns: Iterable[str]) -> bool:
             if base == pattern[:-2] and port.isascii() and port.isdigit():
                 return True
     return False
-
-
-JSON = "application/json"
-
-
-def is_json(content_type: str | None) -> bool:
-    return media_type(content_type) == JSON
 
 
 # The OAuth endpoints a client posts to, and the one media type each takes.

@@ -59,10 +59,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from sessionvault.server.edge import JSON, is_json
+
 log = logging.getLogger(__name__)
 
 VERSION_HEADER = b"mcp-protocol-version"
-JSON = "application/json"
 # The transport's context for a stateless JSON request: no room for a server-initiated request.
 TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
 
@@ -122,8 +123,7 @@ class JsonExchange:
                 scope, receive, send
             )
             return
-        content_type = request.headers.get("content-type", "")
-        if JSON not in (part.strip() for part in content_type.split(";")[0].split(",")):
+        if not is_json(request.headers.get("content-type")):  # as the edge judged it (guard.py)
             await _error(
                 "Unsupported Media Type: Content-Type must be application/json",
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE,

@@ -126,19 +126,19 @@ def build(vault: Vault) -> dict[str, Any]:
                 uri=uri, mime_type=app_view.MIME, text=app_view.HTML, _meta=app_view.resource_meta()
             )
             return types.ReadResourceResult(contents=[app])
+        modern = getattr(ctx, "protocol_version", "") in MODERN_PROTOCOL_VERSIONS
+        not_found = INVALID_PARAMS if modern else NOT_FOUND_LEGACY
         try:
             args = records.parse(records.LoadArgs, {"name": name_of(uri)})
         except VaultError as exc:
             current_call.get().error_class = exc.error_class
             raise MCPError(INVALID_PARAMS, str(exc)) from None
-        except MCPError:
+        except MCPError as exc:  # not one of ours: not found either, and it says which URI
             current_call.get().error_class = "validation"
-            raise
+            raise MCPError(not_found, exc.error.message, {"uri": uri}) from None
         result = await _run("resources/read", vault.load, who, args)
         if not result.get("found"):
-            modern = getattr(ctx, "protocol_version", "") in MODERN_PROTOCOL_VERSIONS
-            code = INVALID_PARAMS if modern else NOT_FOUND_LEGACY
-            raise MCPError(code, "resource not found: no session by that name", {"uri": uri})
+            raise MCPError(not_found, "resource not found: no session by that name", {"uri": uri})
         text = framing.frame_json(result)
         contents = types.TextResourceContents(uri=uri, mime_type=MIME, text=text)
         return types.ReadResourceResult(contents=[contents])

@@ -13,13 +13,13 @@ from sessionvault.server.admission.guard import (
     AuthFailureLimit,
     HeaderPolicy,
     host_allowed,
-    is_json,
     is_local,
     key_digest,
     matches,
     refusal,
     too_many_failures,
 )
+from sessionvault.server.edge import is_json
 from sessionvault.settings import Settings
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
