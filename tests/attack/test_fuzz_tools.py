@@ -44,7 +44,7 @@ FUZZ = settings(
 
 @pytest.fixture(scope="module")
 def fuzzer(pg, attack_runtime: Runtime, new_user) -> Iterator[tuple[Fuzzer, str]]:
-    user = new_user(attack_runtime)
+    user = new_user(attack_runtime, ("read", "write", "delete", "checkpoint"))  # every tool callable
     prefix = f"fz-tools-{os.urandom(4).hex()}-"
     with catch_logs() as logs:
         fz = Fuzzer([SessionVaultApp(attack_runtime)], logs, prefix)
@@ -77,8 +77,12 @@ def accepted(name: str, args: Any) -> bool:
         return False
     if getattr(parsed, "workspace", ""):  # the fuzzing user belongs to no workspace
         return False
-    if name in ("save_session", "checkpoint_session"):  # auto/ names: the checkpoint path's alone
-        return is_automatic(parsed.name) == (name == "checkpoint_session")
+    if name == "save_session":  # auto/ names: the checkpoint path's alone
+        return not is_automatic(parsed.name)
+    if name == "checkpoint_session":  # personal, never offered, named auto/<its client>/<id>
+        client, slash, _ = parsed.name.removeprefix("auto/").partition("/")
+        offered = parsed.handoff or parsed.to_client or parsed.to_person
+        return is_automatic(parsed.name) and bool(slash) and client == parsed.client != "" and not offered
     return True
 
 
@@ -109,6 +113,9 @@ def judge(o: Outcome, name: str, args: Any) -> None:
         assert o.log is not None and o.log.get("error_class") == "validation", (name, args, o.log, text)
         return
     semantic = (name == "list_sessions" and bool((args or {}).get("cursor"))) or name == "delete_all_sessions"
+    if result["isError"] and name == "checkpoint_session":  # many clients: their quota may fill
+        assert o.log is not None and o.log.get("error_class") == "quota", (name, args, o.log, text)
+        return
     if result["isError"]:  # a valid call may fail only on what the schema cannot see
         assert semantic, (name, args, text, o.log)
         assert o.log is not None and o.log.get("error_class") == "validation", (name, args, o.log, text)

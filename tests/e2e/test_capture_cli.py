@@ -15,7 +15,9 @@ import pytest
 
 from sessionvault import names
 from sessionvault.core import records
+from sessionvault.local.hook import hook_key
 
+from ..conftest import hook_key as make_hook_key
 from ..conftest import make_user
 from .test_capture_hook import FIXTURE, MARKER, NAME, SESSION_ID, TASK, clone_of
 
@@ -71,6 +73,9 @@ def test_import_dry_run_prints_the_checkpoint_and_saves_nothing(server, runtime,
 
 def test_import_saves_the_newest_session_or_the_one_named(server, runtime, project, home) -> None:
     user = make_user(runtime)
+    refused = sessionvault(project, home, "import", "claude-code", "--url", server.url, key=user.key)
+    assert refused.returncode == 1 and "checkpoint scope" in refused.stderr  # the model's key: spooled
+    hook_key.save(home / ".sessionvault", server.url, make_hook_key(user))  # as connect --hooks does
     done = sessionvault(project, home, "import", "claude-code", "--url", server.url, key=user.key)
     assert done.returncode == 0 and f"saved {NAME}" in done.stdout, done.stderr
     again = sessionvault(

@@ -33,7 +33,7 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.service import accounts, portability
 from sessionvault.service.principal import Principal
 
-from ..conftest import ServerThread, make_settings, make_user
+from ..conftest import ServerThread, hook_key, make_settings, make_user
 from ..support.jsonrpc import tool_result
 from .test_api import save
 
@@ -69,7 +69,8 @@ def deployed() -> Iterator[Deployment]:
 
 def deployed_user(d: Deployment) -> tuple[str, Principal]:
     user_id = accounts.create_user(d.admin, d.runtime.keys.provider, f"moved-{os.urandom(4).hex()}")
-    key, _ = accounts.create_key(d.admin, user_id, "laptop", ("read", "write", "delete"))
+    # the checkpoint scope too: an export's checkpoints come along only with it (docs/export.md)
+    key, _ = accounts.create_key(d.admin, user_id, "laptop", ("read", "write", "delete", "checkpoint"))
     with d.admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
     return key, Principal(user_id, WrappedKey.from_row(row))
@@ -113,7 +114,7 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
         save(server.url, source.key, name="auth-jwt", summary=f"step {n}", repo=REPO, plan=[f"step {n}"])
     save(
         server.url,
-        source.key,
+        hook_key(source),  # a checkpoint is the hooks' to save (issue 35)
         name="auto/claude-code/496a25d3",
         summary="Café ✓ — «unicode» survives",
         repo="git@github.com:Acme/Widget.git",
@@ -125,8 +126,8 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
         branch="main",
         commit="0123456789abcdef0123456789abcdef01234567",
         client="claude-code",
-        handoff=True,
     )
+    save(server.url, source.key, name="auth-jwt", summary="step 4", repo=REPO, plan=["step 4"], handoff=True)
     tool_result(server.url, source.key, "load_session", repo=REPO, accept=True, client="codex")
     save(server.url, source.key, name="notes", summary="other", repo="github.com/acme/other")
     save(server.url, source.key, name="notes", summary="other, again", repo="github.com/acme/other")
@@ -136,14 +137,14 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
         for s in api_client.list_sessions(local, limit=100)["sessions"]
     }
     assert {name: len(v) for name, v in expected.items()} == {
-        "auth-jwt": 3,
+        "auth-jwt": 4,
         "auto/claude-code/496a25d3": 1,
         "notes": 2,
     }
 
     key, principal = deployed_user(deployed)
     first = move(tmp_path / "state", server.url, source.key, deployed.server.url, key)
-    assert (first["sessions"], first["versions_added"], first["versions_already_there"]) == (3, 6, 0)
+    assert (first["sessions"], first["versions_added"], first["versions_already_there"]) == (3, 7, 0)
     assert first["problems"] == [] and first["stopped"] == ""
 
     # Every version arrives, in order, and decrypts on the other server (loaded one by one).
@@ -163,11 +164,11 @@ def test_every_session_and_version_moves_to_a_server_with_another_master_key(
     with pytest.raises(Exception):  # noqa: B017 - whichever error the AEAD raises: it must not open
         runtime.keys.provider.unwrap(principal.user_id, principal.wrapped_dek)
     newest = deployed.runtime.vault.load(principal, records.parse(records.LoadArgs, {"name": "auth-jwt"}))
-    assert (newest["summary"], newest["versions"]) == ("step 3", [3, 2, 1])
+    assert (newest["summary"], newest["versions"]) == ("step 4", [4, 3, 2, 1])
     # A handoff's state belongs to the clients that saw it: it is not offered again there.
     assert api_client.list_handoffs(there)["handoffs"] == []
 
     again = move(tmp_path / "state", server.url, source.key, deployed.server.url, key)
-    assert (again["versions_added"], again["versions_already_there"]) == (0, 6)
+    assert (again["versions_added"], again["versions_already_there"]) == (0, 7)
     for name, versions in expected.items():
         assert len(api_client.session_versions(there, name)["versions"]) == len(versions)

@@ -81,11 +81,11 @@ def sv(capsys: pytest.CaptureFixture[str], server: Any, key: str, *argv: str) ->
 def history(server, runtime) -> Any:
     """A user with a session of three versions (the last one offered as a handoff) and another."""
     user = make_user(runtime)
-    save(server.url, user.key, name="auto/codex/s1", summary="first try", repo=REPO, plan=["read the code"])
+    save(server.url, user.key, name="codex/s1", summary="first try", repo=REPO, plan=["read the code"])
     save(
         server.url,
         user.key,
-        name="auto/codex/s1",
+        name="codex/s1",
         summary="second try",
         repo=REPO,
         plan=["read the code", "write the test"],
@@ -101,7 +101,7 @@ def history(server, runtime) -> Any:
     save(
         server.url,
         user.key,
-        name="auto/codex/s1",
+        name="codex/s1",
         summary="third try",
         repo=REPO,
         plan=["read the code", "write the test", "ship"],
@@ -121,16 +121,16 @@ def test_list_is_a_table_filtered_by_repo_and_json_is_the_apis(capsys, server, h
     assert code == 0, err
     header, *rows = out.splitlines()
     assert header.split() == ["UPDATED", "VER", "CLIENT", "NAME", "REPO", "NOTE", "PREVIEW"]
-    assert column(out, "NAME") == ["notes", "auto/codex/s1"]  # newest first
+    assert column(out, "NAME") == ["notes", "codex/s1"]  # newest first
     assert column(out, "CLIENT") == ["", "codex"] and column(out, "VER") == ["1", "3"]
     assert "handoff open" in rows[1] and "\x1b" not in out  # a stored escape is shown, not sent
     code, out, _ = sv(
         capsys, server, history.key, "sessions", "list", "--repo", "git@github.com:Acme/Widget.git"
     )
-    assert column(out, "NAME") == ["auto/codex/s1"]
+    assert column(out, "NAME") == ["codex/s1"]
     code, out, _ = sv(capsys, server, history.key, "sessions", "list", "--json")
     listed = json.loads(out)
-    assert [s["name"] for s in listed["sessions"]] == ["notes", "auto/codex/s1"]
+    assert [s["name"] for s in listed["sessions"]] == ["notes", "codex/s1"]
     assert listed["sessions"][1]["handoff"]["state"] == "open"
 
 
@@ -154,13 +154,13 @@ def test_list_pages_with_limit_and_all(capsys, server, history, monkeypatch) -> 
     assert code == 0 and len(out.splitlines()) == 2 and "--all" in err
     monkeypatch.setattr(sessions_cli, "LIST_PAGE", 1)  # every page one session: --all follows the cursor
     code, out, err = sv(capsys, server, history.key, "sessions", "list", "--all", "--json")
-    assert [s["name"] for s in json.loads(out)["sessions"]] == ["notes", "auto/codex/s1"]
+    assert [s["name"] for s in json.loads(out)["sessions"]] == ["notes", "codex/s1"]
 
 
 def test_show_prints_the_session_as_text(capsys, server, history) -> None:
-    code, out, err = sv(capsys, server, history.key, "sessions", "show", "auto/codex/s1", "--version", "2")
+    code, out, err = sv(capsys, server, history.key, "sessions", "show", "codex/s1", "--version", "2")
     assert code == 0, err
-    assert out.startswith("auto/codex/s1\nversion 2 (the latest is 3), saved ")
+    assert out.startswith("codex/s1\nversion 2 (the latest is 3), saved ")
     for expected in (
         "Summary:\n  second try",
         "Plan:\n  1. read the code\n  2. write the test",
@@ -175,11 +175,11 @@ def test_show_prints_the_session_as_text(capsys, server, history) -> None:
         "Client:   codex",
     ):
         assert expected in out, expected
-    code, out, _ = sv(capsys, server, history.key, "sessions", "show", "auto/codex/s1")
+    code, out, _ = sv(capsys, server, history.key, "sessions", "show", "codex/s1")
     assert "version 3, saved" in out and "Handoff:  offered to gemini, not accepted yet, until " in out
     code, out, _ = sv(capsys, server, history.key, "sessions", "show", "notes")
     assert "other repo \\x1b[2J notes" in out and "\x1b" not in out
-    code, out, _ = sv(capsys, server, history.key, "sessions", "show", "auto/codex/s1", "--json")
+    code, out, _ = sv(capsys, server, history.key, "sessions", "show", "codex/s1", "--json")
     shown = json.loads(out)
     assert (shown["summary"], shown["versions"], shown["handoff"]["to_client"]) == (
         "third try",
@@ -189,27 +189,27 @@ def test_show_prints_the_session_as_text(capsys, server, history) -> None:
 
 
 def test_history_and_diff_between_versions(capsys, server, history) -> None:
-    code, out, err = sv(capsys, server, history.key, "sessions", "history", "auto/codex/s1")
+    code, out, err = sv(capsys, server, history.key, "sessions", "history", "codex/s1")
     assert code == 0, err
     assert out.splitlines()[0].split() == ["VER", "SAVED", "CLIENT", "BRANCH", "COMMIT", "HANDOFF", "SUMMARY"]
     assert column(out, "VER") == ["3", "2", "1"] and column(out, "HANDOFF") == ["open", "", ""]
     assert column(out, "BRANCH") == ["", "feature/jwt", ""] and column(out, "COMMIT")[1] == "0123456789"
     assert column(out, "SUMMARY") == ["third try", "second try", "first try"]
 
-    code, out, err = sv(capsys, server, history.key, "sessions", "diff", "auto/codex/s1")
+    code, out, err = sv(capsys, server, history.key, "sessions", "diff", "codex/s1")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("--- auto/codex/s1 v2 (") and lines[1].startswith("+++ auto/codex/s1 v3 (")
+    assert lines[0].startswith("--- codex/s1 v2 (") and lines[1].startswith("+++ codex/s1 v3 (")
     assert "-  second try" in lines and "+  third try" in lines and "+  3. ship" in lines
     assert "-  - rotate keys" in lines and "+Handoff:  offered to gemini, not accepted yet, until" in out
     assert " Decisions:" in lines  # unchanged context
-    code, out, _ = sv(capsys, server, history.key, "sessions", "diff", "auto/codex/s1", "1", "3")
+    code, out, _ = sv(capsys, server, history.key, "sessions", "diff", "codex/s1", "1", "3")
     assert "-  first try" in out.splitlines() and "+  third try" in out.splitlines()
-    code, out, _ = sv(capsys, server, history.key, "sessions", "diff", "auto/codex/s1", "1", "--json")
+    code, out, _ = sv(capsys, server, history.key, "sessions", "diff", "codex/s1", "1", "--json")
     shown = json.loads(out)
     assert (shown["from"]["version"], shown["to"]["version"]) == (1, 3) and "+  third try" in shown["diff"]
 
-    code, _, err = sv(capsys, server, history.key, "sessions", "diff", "auto/codex/s1", "7")
+    code, _, err = sv(capsys, server, history.key, "sessions", "diff", "codex/s1", "7")
     assert code == 2 and "has no version 7; it keeps versions 1, 2, 3" in err
     code, _, err = sv(capsys, server, history.key, "sessions", "diff", "notes")
     assert code == 2 and "has only version 1: nothing to compare" in err
@@ -235,8 +235,8 @@ def test_delete_asks_on_a_terminal_and_needs_yes_otherwise(
     assert (code, out) == (0, "deleted notes (1 version(s))\n") and "type 'notes'" in err
     code, _, err = sv(capsys, server, history.key, "sessions", "delete", "notes", "--yes")
     assert code == 2 and "no session by that name" in err
-    code, out, _ = sv(capsys, server, history.key, "sessions", "delete", "auto/codex/s1", "--yes", "--json")
-    assert json.loads(out) == {"deleted": True, "name": "auto/codex/s1", "versions_deleted": 3}
+    code, out, _ = sv(capsys, server, history.key, "sessions", "delete", "codex/s1", "--yes", "--json")
+    assert json.loads(out) == {"deleted": True, "name": "codex/s1", "versions_deleted": 3}
 
 
 def test_the_apis_refusals_are_one_line(capsys, server, runtime, history) -> None:
@@ -281,12 +281,12 @@ def test_url_and_key_come_from_the_environment_or_the_saved_deployment(
     monkeypatch.setenv(names.URL_ENV, server.url)
     monkeypatch.setenv(names.KEY_ENV, history.key)
     code, out, err = run(capsys, "sessions", "list")
-    assert code == 0 and "auto/codex/s1" in out, err
+    assert code == 0 and "codex/s1" in out, err
     monkeypatch.delenv(names.URL_ENV)
     monkeypatch.delenv(names.KEY_ENV)
     target.save_deployment(_isolated, target.Deployment(server.url, "stack", "eu-west-1"), history.key)
     code, out, err = run(capsys, "sessions", "list")
-    assert code == 0 and "auto/codex/s1" in out, err
+    assert code == 0 and "codex/s1" in out, err
     # The deployment's key goes to the deployment only: another URL gets no key.
     code, _, err = run(capsys, "sessions", "list", "--url", server.url.replace("127.0.0.1", "localhost"))
     assert code == 2 and "no API key" in err
@@ -303,7 +303,7 @@ def test_export_ndjson_to_a_file_and_to_stdout(capsys, server, history, tmp_path
     lines = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert lines[0] == {"format": portability.FORMAT}
     assert lines[-1] == {"end": True, "sessions": 2}
-    assert {line["name"]: len(line["versions"]) for line in lines[1:-1]} == {"notes": 1, "auto/codex/s1": 3}
+    assert {line["name"]: len(line["versions"]) for line in lines[1:-1]} == {"notes": 1, "codex/s1": 3}
     code, out, _ = sv(capsys, server, history.key, "export")
     assert out == out_file.read_text()
     assert list(tmp_path.glob(".*.part")) == []
@@ -314,17 +314,17 @@ def test_export_markdown_writes_one_page_per_session(capsys, server, history, tm
     code, _, err = sv(capsys, server, history.key, "export", "--dir", str(folder))
     assert code == 0, err
     files = sorted(p.name for p in folder.iterdir())
-    page_name = export_files.markdown_file("auto/codex/s1", set())
-    assert files == sorted(["index.md", "notes.md", page_name]) and page_name.startswith("auto_codex_s1-")
+    page_name = export_files.markdown_file("codex/s1", set())
+    assert files == sorted(["index.md", "notes.md", page_name]) and page_name.startswith("codex_s1-")
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in folder.iterdir())
     page = (folder / page_name).read_text()
-    assert page.startswith("# auto/codex/s1\n") and f"- Repository: `{REPO}`" in page
+    assert page.startswith("# codex/s1\n") and f"- Repository: `{REPO}`" in page
     assert page.index("## Version 3 (latest)") < page.index("## Version 2") < page.index("## Version 1")
     for expected in ("first try", "second try", "third try", "- **use JWT** — because stateless servers"):
         assert expected in page
     index = (folder / "index.md").read_text()
-    assert f"[auto/codex/s1]({page_name})" in index and "[notes](notes.md)" in index
+    assert f"[codex/s1]({page_name})" in index and "[notes](notes.md)" in index
     code, _, err = sv(capsys, server, history.key, "export", "--dir", str(folder))
     assert code == 2 and "not an empty folder" in err
     code, _, err = sv(capsys, server, history.key, "export", "--format", "markdown")
@@ -357,7 +357,7 @@ def test_import_ndjson_is_idempotent_and_dry_run_saves_nothing(
         "incomplete": "",
         "dry_run": False,
     }
-    moved = runtime.vault.load(other.principal, records.parse(records.LoadArgs, {"name": "auto/codex/s1"}))
+    moved = runtime.vault.load(other.principal, records.parse(records.LoadArgs, {"name": "codex/s1"}))
     assert (moved["summary"], moved["versions"]) == ("third try", [3, 2, 1])
 
 

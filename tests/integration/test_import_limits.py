@@ -8,7 +8,7 @@ import pytest
 
 from sessionvault.core import records
 from sessionvault.core.checkpoints import AUTO_MAX_TOTAL
-from sessionvault.errors import ValidationFailed
+from sessionvault.errors import QuotaExceeded, ValidationFailed
 from sessionvault.service import portability
 
 from ..conftest import admin_db, make_user
@@ -49,12 +49,24 @@ def test_a_request_holds_a_bounded_number_of_sessions_and_versions():
         portability.check_request(export_of(2, portability.MAX_REQUEST_VERSIONS // 2 + 1))
 
 
-def test_checkpoints_have_a_per_user_cap_of_their_own(runtime):
+def test_checkpoints_have_a_per_user_quota_of_their_own(runtime):
+    """Past the quota a new checkpoint is refused; none is deleted to make room (issue 35: the
+    old cap pruned across repos and clients, so thirty forged calls left no real checkpoint)."""
     who = make_user(runtime)
-    for i in range(AUTO_MAX_TOTAL + 5):  # one repo and client each: the per-repo cap never bites
-        args = {"name": f"auto/c{i}/s", "summary": "checkpoint", "repo": f"github.com/o/r{i}"}
+
+    def checkpoint(i: int) -> None:  # one repo and client each: the per-slot pruning never bites
+        args = {
+            "name": f"auto/c{i}/s",
+            "summary": "checkpoint",
+            "repo": f"github.com/o/r{i}",
+            "client": f"c{i}",
+        }
         runtime.vault.save(who.principal, records.parse(records.SaveArgs, args), checkpoint=True)
+
+    for i in range(AUTO_MAX_TOTAL):
+        checkpoint(i)
+    with pytest.raises(QuotaExceeded, match="checkpoint quota reached"):
+        checkpoint(AUTO_MAX_TOTAL)
     listed = runtime.vault.list(who.principal, records.parse(records.ListArgs, {"limit": 100}))
     names = [s["name"] for s in listed["sessions"]]
-    assert len(names) == AUTO_MAX_TOTAL
-    assert "auto/c0/s" not in names and f"auto/c{AUTO_MAX_TOTAL + 4}/s" in names  # the oldest went
+    assert len(names) == AUTO_MAX_TOTAL and "auto/c0/s" in names  # the oldest stays

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sessionvault.errors import ConfigError
 from sessionvault.local import config
+from sessionvault.local.hook import hook_key
 from sessionvault.local.hook.capture import switch
 from sessionvault.local.hook.capture.clients import READERS
 from sessionvault.local.hook.repo import current_repo
@@ -130,14 +131,20 @@ def _import_client(args: argparse.Namespace) -> int:
     state = target.state_folder()
     url = args.url or target.default_url(os.environ, state)
     require_safe_url(url)
-    key = args.key or target.default_key(os.environ, state, url)[0]
+    # A checkpoint is the hooks' to save: their own key first (connect --hooks makes it).
+    key = args.key or hook_key.saved(state, url) or target.default_key(os.environ, state, url)[0]
     if not key:
         raise ConfigError(f"no API key: give --key or set {KEY_ENV} (see `sessionvault doctor`)")
     spool = Spool(state)
     spool.put(checkpoint)
     _, left = spool.flush(url, key, SEND_TIMEOUT_S)
     if left:
-        print(f"{checkpoint['name']}: not saved yet ({url} did not take it); it is spooled", file=sys.stderr)
+        print(
+            f"{checkpoint['name']}: not saved yet ({url} did not take it); it is spooled. A checkpoint"
+            " needs a key with the checkpoint scope: `sessionvault connect <client> --hooks` gives"
+            " this machine's hooks one",
+            file=sys.stderr,
+        )
         return 1
     print(
         f"saved {checkpoint['name']} ({len(checkpoint['files'])} files, {len(checkpoint['errors'])} errors)"

@@ -15,6 +15,7 @@ from sessionvault.local.config import SERVER_URL_HELP, URL_HELP
 from sessionvault.local.remote.rpc import require_safe_url
 from sessionvault.local.setup import profile as shell_profile
 from sessionvault.local.setup import registry
+from sessionvault.local.setup.hook_clients import HOOK_CLIENTS
 from sessionvault.names import KEY_ENV
 
 if TYPE_CHECKING:
@@ -60,13 +61,14 @@ def add_connect(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "--hooks",
         action="store_true",
-        help="also install the session-start hook and, where the client has them, the end-of-work hooks "
-        "that save automatic checkpoints (claude-code, codex, gemini, qwen, copilot-cli, droid, cline-cli, "
-        "kilo-code); implies --apply",
+        help=f"also install the session-start hook ({', '.join(HOOK_CLIENTS)}) and, where the client has"
+        f" them, the end-of-work hooks that save automatic checkpoints"
+        f" ({', '.join(c for c, spec in HOOK_CLIENTS.items() if spec.end_events)}); implies --apply",
     )
     p.add_argument(
         "--hook-key",
         default=None,
+        metavar="KEY",
         help="with --hooks: the hooks' own key (scopes read,checkpoint) for a server whose keys this "
         "machine cannot make; on the local server connect makes one itself",
     )

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sessionvault.local.hook.capture.hook import HOOK_TIMEOUT_S
+# The end-of-work hook's timeout as installed: well over the hook's own deadline (DEADLINE_S in
+# local/hook/capture/hook.py). Here, not there: `connect --help` names the hook clients, and
+# every CLI start builds that parser (the capture hook's imports cost ~0.1 s).
+HOOK_TIMEOUT_S = 20
 
 
 @dataclass(frozen=True)

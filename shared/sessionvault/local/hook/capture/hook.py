@@ -26,8 +26,7 @@ from sessionvault.local.hook.capture.spool import Spool
 from sessionvault.local.hook.repo import current_branch, current_commit, current_repo
 from sessionvault.local.remote import rpc
 
-DEADLINE_S = 8.0  # the whole hook; the installed hook timeout is HOOK_TIMEOUT_S
-HOOK_TIMEOUT_S = 20
+DEADLINE_S = 8.0  # the whole hook; the installed hook timeout is setup/hook_clients.HOOK_TIMEOUT_S
 SEND_TIMEOUT_S = 3.0  # each save_session request
 MAX_INPUT = 1_000_000  # a hook's stdin: a JSON object of a few fields
 # Events that fire on every turn: sent at most once a THROTTLE_S per client session; in between
