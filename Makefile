@@ -53,12 +53,18 @@ $(STAMP): pyproject.toml $(MODEL_WHEEL)
 
 $(TEST_STAMP): $(STAMP) pyproject.toml
 	@echo "Adding the test tools to $(VENV) (make test needs them; make dev does not):"
-	@echo "  pytest, hypothesis, moto, ruff, mypy, cfn-lint, playwright (no browser download), and"
-	@echo "  PyTorch 2.13.0 (CPU) + sentence-transformers, the reference the numpy embedder is"
-	@echo "  checked against. About 1.6 GB more; usually 1-2 minutes."
+	@echo "  pytest, hypothesis, moto, ruff, mypy, cfn-lint, playwright (no browser download),"
+	@echo "  tokenizers and the build tools. No PyTorch. About 250 MB more; usually under a minute."
 	$(PIP) -e ".[local,dev]" --find-links $(WHEELS)
 	@echo "Installed the test tools ($(VENV): $$(du -sh $(VENV) | cut -f1))."
 	touch $(TEST_STAMP)
+
+# `make dist` needs the runtime and the build tools only (the `build` extra), not the tests'.
+BUILD_STAMP := $(VENV)/.installed-build-stamp
+$(BUILD_STAMP): $(STAMP) pyproject.toml
+	@echo "Adding the build tools to $(VENV) (setuptools, build, twine; seconds):"
+	$(PIP) -e ".[local,build]" --find-links $(WHEELS)
+	touch $(BUILD_STAMP)
 
 $(SAM_STAMP):
 	@echo "Installing the AWS SAM CLI into $(SAM_VENV) for the template tests (usually about a minute)."
@@ -105,7 +111,7 @@ test: $(TEST_STAMP) $(SAM_STAMP) system-packages
 # The release's files, as .github/workflows/release.yml makes them (and tests/support/dist.py,
 # into a folder of its own): the sdist, the wheel built from it (no build isolation: this
 # venv's pinned setuptools, nothing downloaded), the model's wheel; all checked by twine.
-dist: $(TEST_STAMP) $(MODEL_WHEEL)
+dist: $(BUILD_STAMP) $(MODEL_WHEEL)
 	rm -rf $(DIST)
 	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
 	cp $(MODEL_WHEEL) $(DIST)/

