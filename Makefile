@@ -104,6 +104,7 @@ test: $(TEST_STAMP) $(SAM_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(BIN)/zizmor --offline .github/workflows
 	SESSIONVAULT_REQUIRE_BROWSER=1 SESSIONVAULT_REQUIRE_LAMBDA_RUNTIME=1 SAM_CLI=$(CURDIR)/$(SAM_VENV)/bin/sam $(BIN)/pytest

@@ -27,8 +27,7 @@ import pytest
 
 import sessionvault
 from sessionvault.cli.server import WARM_MARK
-from sessionvault.local.host import embedded
-from sessionvault.local.setup import command
+from sessionvault.local.host import command, embedded
 from tests.conftest import free_port
 from tests.support.dist import Release, release
 from tests.support.jsonrpc import post, tool_result

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.local.host import service, service_units
-from sessionvault.local.setup import command
+from sessionvault.local.host import command, service, service_units
 from tests.conftest import free_port
 
 

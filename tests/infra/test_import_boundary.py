@@ -1,7 +1,7 @@
 """The import boundary between where code runs, read statically from the source (ast, nothing
 is imported): the Lambda functions must reach nothing from the laptop side (sessionvault.local,
 sessionvault.cli), which the SharedCodeLayer does not even carry, and the sessionvault modules
-must not import each other in a cycle, and the package's floors form a ladder.
+must not import each other in a cycle.
 
 The Lambda walk starts at each functions/*/handler.py and follows every sessionvault import
 transitively: module level, inside functions, under `if TYPE_CHECKING:` (stricter than what
@@ -10,14 +10,17 @@ with a literal name. The cycle checks look twice: at what runs at import time (m
 imports, class bodies and if/try/with blocks included), and at every import anywhere, inside
 functions too (a cycle hidden in a function-level import is still a cycle in the design).
 
-The ladder (docs/architecture.md): each top-level package imports only the floors below it,
-    cli > local > server, jobs > runtime > service > db > core > settings, errors, names, ...
-and never a package on its own floor (server and jobs do not import each other).
+The ladder itself (docs/architecture.md: each floor imports only the floors below it) is held by
+import-linter ([tool.importlinter] in pyproject.toml, `lint-imports` in make test); the last
+self-test here shows it refusing an upward import made inside a function.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,35 +251,6 @@ def test_no_cycle_hides_in_an_import_inside_a_function():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-# The floors, top down; a package not named here stands on the ground floor (0).
-FLOORS = {"cli": 7, "local": 6, "server": 5, "jobs": 5, "runtime": 4, "service": 3, "db": 2, "core": 1}
-
-
-def floor_of(module: str) -> tuple[str, int]:
-    parts = module.split(".")
-    room = parts[1] if len(parts) > 1 else ""
-    return room, FLOORS.get(room, 0)
-
-
-def arrows_up(graph: dict[str, set[str]]) -> list[str]:
-    """Every import from a floor to one above it or beside it (another package, same floor)."""
-    found = []
-    for module, targets in sorted(graph.items()):
-        room, floor = floor_of(module)
-        for target in sorted(targets):
-            other, other_floor = floor_of(target)
-            if other == room or (floor == other_floor == 0):
-                continue
-            if other_floor >= floor:
-                found.append(f"{module} -> {target}")
-    return found
-
-
-def test_the_floors_form_a_ladder_with_no_arrow_running_back_up():
-    found = arrows_up(import_graph(Tree(SHARED), runtime_only=False))
-    assert not found, "imports against the ladder:\n" + "\n".join(found)
-
-
 # The data layer modules server code may read without the service layer: the identity plane's
 # admission statement, the audit trail and the OAuth state, which hold no session content.
 SERVER_READS_DIRECTLY = {"sessionvault.db.admission", "sessionvault.db.audit", "sessionvault.db.oauth"}
@@ -344,7 +318,7 @@ def test_the_cycle_check_sees_module_level_cycles_only(tmp_path):
     assert cycles(import_graph(tree)) == [["pkg.a", "pkg.b", "pkg.c"]]
 
 
-def test_the_ladder_check_sees_an_import_inside_a_function(tmp_path):
+def test_the_cycle_check_sees_an_import_inside_a_function(tmp_path):
     tree = _write(
         tmp_path,
         {
@@ -353,20 +327,45 @@ def test_the_ladder_check_sees_an_import_inside_a_function(tmp_path):
             "sessionvault/core/rules.py": "def f():\n    from sessionvault.db import sql\n",
             "sessionvault/db/__init__.py": "",
             "sessionvault/db/sql.py": "from sessionvault.core import rules\n",
-            "sessionvault/server/__init__.py": "",
-            "sessionvault/server/app.py": "from sessionvault.jobs import admin\n",
-            "sessionvault/jobs/__init__.py": "",
-            "sessionvault/jobs/admin.py": "",
         },
     )
     tree = Tree(tmp_path, "sessionvault")
-    every = import_graph(tree, runtime_only=False)
-    assert arrows_up(every) == [
-        "sessionvault.core.rules -> sessionvault.db.sql",
-        "sessionvault.server.app -> sessionvault.jobs.admin",
+    assert cycles(import_graph(tree, runtime_only=False)) == [
+        ["sessionvault.core.rules", "sessionvault.db.sql"]
     ]
-    assert cycles(every) == [["sessionvault.core.rules", "sessionvault.db.sql"]]
     assert cycles(import_graph(tree)) == []  # import time alone does not see it
+
+
+def test_lint_imports_sees_an_import_up_the_ladder_inside_a_function(tmp_path):
+    """The ladder is import-linter's ([tool.importlinter] in pyproject.toml, run by make test):
+    shown here to refuse what it must, on a package of two floors."""
+    _write(
+        tmp_path,
+        {
+            "ladderprobe/__init__.py": "",
+            "ladderprobe/core/__init__.py": "",
+            "ladderprobe/core/rules.py": "def f():\n    from ladderprobe.db import sql\n",
+            "ladderprobe/db/__init__.py": "",
+            "ladderprobe/db/sql.py": "from ladderprobe.core import rules\n",
+        },
+    )
+    config = tmp_path / "contracts.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_package = "ladderprobe"\n'
+        '[[tool.importlinter.contracts]]\nname = "floors"\ntype = "layers"\n'
+        'layers = ["ladderprobe.db", "ladderprobe.core"]\n'
+    )
+    lint = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [str(lint), "--config", str(config), "--no-cache"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "BROKEN" in done.stdout, done.stdout + done.stderr
+    assert "ladderprobe.core.rules -> ladderprobe.db.sql" in done.stdout
 
 
 # ---------------------------------------------------------------- the map on the wall

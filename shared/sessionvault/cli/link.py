@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from sessionvault.errors import ConfigError
-from sessionvault.local.setup import command
+from sessionvault.local.host import command
 from sessionvault.local.setup import link as linking
 
 

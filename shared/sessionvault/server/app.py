@@ -160,7 +160,7 @@ class SessionVaultApp:
                 # resource metadata (RFC 9728) before they have a token.
                 self._check_host(headers, log)
                 log.auth_reason = "missing"
-                raise auth.refused(oauth_server.base_url(self.rt.settings, headers))
+                raise auth.refused(guard.base_url(self.rt.settings, headers))
             # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
             raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
         await self.mcp.serve(scope, receive, send, headers, log)
@@ -214,7 +214,7 @@ class SessionVaultApp:
         """The web view (`server/web/`): the Host check first, as everywhere; its forms' Origin,
         Content-Type and CSRF checks, and the admission of its session cookie, are its own."""
         self._check_host(headers, log)
-        base = oauth_server.base_url(self.rt.settings, headers)
+        base = guard.base_url(self.rt.settings, headers)
         await self.web.handle({**scope, "path": path}, receive, send, base, log, path)
 
     def _path(self, scope: Scope) -> str:
@@ -238,7 +238,7 @@ class SessionVaultApp:
         """The OAuth endpoints and the consent page (no body read or database work before the
         Host is checked, as for /mcp)."""
         self._check_host(headers, log)
-        base = oauth_server.base_url(self.rt.settings, headers)
+        base = guard.base_url(self.rt.settings, headers)
         routed = {**scope, "path": path}
         consent = path == oauth_core.CONSENT_PATH
         if consent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessionvault.local.setup import command
+from sessionvault.local.host import command
 
 SV = "/opt/sessionvault/bin/sessionvault"
 

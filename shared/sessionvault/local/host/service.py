@@ -25,8 +25,8 @@ from pathlib import Path
 
 from sessionvault.errors import ConfigError
 from sessionvault.local import config
+from sessionvault.local.host import command
 from sessionvault.local.host.service_units import LABEL, UNIT, Service
-from sessionvault.local.setup import command
 from sessionvault.names import HOME_ENV, KEY_ENV, PORT_ENV, URL_ENV
 
 # Client-side settings: the server has no use for them (and the key is a secret).

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sessionvault.local.setup import command
+from sessionvault.local.host import command
 
 
 @dataclass(frozen=True)

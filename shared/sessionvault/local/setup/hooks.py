@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ConfigFileError
-from sessionvault.local.setup import command, files, hook_files
+from sessionvault.local.host import command
+from sessionvault.local.setup import files, hook_files
 from sessionvault.local.setup.files import ApplyResult
 from sessionvault.local.setup.hook_clients import HOOK_CLIENTS as HOOK_CLIENTS
 from sessionvault.local.setup.hook_clients import HookSpec as HookSpec

@@ -14,8 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from sessionvault.local.host.command import NAME
 from sessionvault.local.setup import profile
-from sessionvault.local.setup.command import NAME
 
 BIN = Path(".local") / "bin"
 

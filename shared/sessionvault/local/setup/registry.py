@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local.hook import repo
-from sessionvault.local.setup import command, toml
+from sessionvault.local.host import command
+from sessionvault.local.setup import toml
 from sessionvault.names import KEY_ENV, SERVER_NAME
 
 

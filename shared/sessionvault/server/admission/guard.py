@@ -45,7 +45,7 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -64,6 +64,16 @@ LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"
 def is_local(settings: Settings) -> bool:
     """Serving on this machine (named hosts only), not behind a gateway (`*`)."""
     return ANY not in settings.allowed_hosts
+
+
+def base_url(settings: Settings, headers: Mapping[str, str]) -> str:
+    """This server's public URL: the setting, else the request's (already checked) Host. Here,
+    beside the Host check, for every room that names the server (OAuth documents, a 401's
+    resource metadata, the riding admission's refusal)."""
+    if settings.public_url:
+        return settings.public_url
+    scheme = "http" if is_local(settings) else "https"
+    return f"{scheme}://{headers.get('host', '').strip().lower()}"
 
 
 # A DNS name or IPv4 address, or a bracketed IPv6 address, and an optional port: the issuer

@@ -18,8 +18,8 @@ from sessionvault import telemetry
 from sessionvault.db.admission import Budget
 from sessionvault.errors import Refused
 from sessionvault.server.admission import admitter as auth
+from sessionvault.server.admission import guard
 from sessionvault.server.edge import UNAVAILABLE
-from sessionvault.server.oauth import endpoints as oauth_server
 from sessionvault.service.principal import Principal
 
 DB_ERRORS = (psycopg.Error, psycopg_pool.PoolTimeout)
@@ -40,7 +40,7 @@ async def ride_or_admit(
     every other call, and one whose held Principal went stale, is admitted in a flight of its
     own first. `scope_needed` None: never rides (protocol messages, streams, bodies)."""
     if scope_needed is not None:
-        base = oauth_server.base_url(admitter.rt.settings, headers)
+        base = guard.base_url(admitter.rt.settings, headers)
         call = admitter.ride(headers.get("authorization"), scope_needed, log, base)
         if call is not None and await ridden(admitter, call, run, send, log, base):
             return
@@ -86,7 +86,7 @@ async def admitted(
     admitter: auth.Admitter, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog
 ) -> Principal:
     """The admission statement in a flight of its own, off the event loop."""
-    base = oauth_server.base_url(admitter.rt.settings, headers)
+    base = guard.base_url(admitter.rt.settings, headers)
     try:
         who: Principal = await anyio.to_thread.run_sync(
             admitter.admit, headers.get("authorization"), budget, log, base

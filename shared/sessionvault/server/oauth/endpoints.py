@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from urllib.parse import urlencode
 
@@ -46,14 +46,12 @@ from sessionvault.core import oauth
 from sessionvault.db.audit import salted_hash
 from sessionvault.errors import Refused
 from sessionvault.runtime import Runtime
-from sessionvault.server.admission import guard
 from sessionvault.server.edge import body_text_problem, read_body, replaying
 from sessionvault.server.oauth import cimd, consent
 from sessionvault.server.oauth.client_auth import HashedSecretAuthenticator, basic_credentials
 from sessionvault.server.oauth.fetch_budget import FetchBudget
 from sessionvault.server.oauth.provider import AUTH_METHODS, Provider
 from sessionvault.server.text_checks import NUL_OR_SURROGATE
-from sessionvault.settings import Settings
 from sessionvault.telemetry import RequestLog
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -67,14 +65,6 @@ class _Url(BaseModel):
     # No trailing slash added to a bare origin: the issuer is compared as a string (RFC 8414).
     model_config = ConfigDict(url_preserve_empty_path=True)
     url: AnyHttpUrl
-
-
-def base_url(settings: Settings, headers: Mapping[str, str]) -> str:
-    """This server's public URL: the setting, else the request's (already checked) Host."""
-    if settings.public_url:
-        return settings.public_url
-    scheme = "http" if guard.is_local(settings) else "https"
-    return f"{scheme}://{headers.get('host', '').strip().lower()}"
 
 
 @lru_cache(maxsize=32)

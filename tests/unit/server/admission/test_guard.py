@@ -8,6 +8,7 @@ import json
 import pytest
 
 from sessionvault.core import apikeys
+from sessionvault.server.admission import guard
 from sessionvault.server.admission.guard import (
     LOOPBACK_ORIGINS,
     AuthFailureLimit,
@@ -346,3 +347,18 @@ def test_a_second_host_origin_or_content_type_does_not_slip_past(
     raw = [(k, v) for k, v in request() if k.decode() != name]
     raw += [(name.encode(), first.encode()), (name.encode(), second.encode())]
     assert LOCAL.check(raw) == check
+
+
+def _settings(**values: object) -> Settings:
+    return Settings.from_env({}, check=False, database_url="x", **values)
+
+
+def test_the_issuer_is_the_public_url_else_the_checked_host():
+    assert guard.base_url(_settings(public_url="https://vault.example.com"), {"host": "x"}) == (
+        "https://vault.example.com"
+    )
+    assert guard.base_url(_settings(), {"host": "127.0.0.1:8765"}) == "http://127.0.0.1:8765"
+    gateway = _settings(allowed_hosts=("*",))
+    assert guard.base_url(gateway, {"host": "abc.execute-api.eu-west-1.amazonaws.com"}) == (
+        "https://abc.execute-api.eu-west-1.amazonaws.com"
+    )

@@ -23,17 +23,6 @@ def settings(**values: object) -> Settings:
     return Settings.from_env({}, check=False, database_url="x", **values)
 
 
-def test_the_issuer_is_the_public_url_else_the_checked_host():
-    assert server.base_url(settings(public_url="https://vault.example.com"), {"host": "x"}) == (
-        "https://vault.example.com"
-    )
-    assert server.base_url(settings(), {"host": "127.0.0.1:8765"}) == "http://127.0.0.1:8765"
-    gateway = settings(allowed_hosts=("*",))
-    assert server.base_url(gateway, {"host": "abc.execute-api.eu-west-1.amazonaws.com"}) == (
-        "https://abc.execute-api.eu-west-1.amazonaws.com"
-    )
-
-
 def test_public_url_comes_from_the_environment_and_is_checked():
     env = {"SESSIONVAULT_PUBLIC_URL": "https://vault.example.com/"}
     assert Settings.from_env(env, check=False).public_url == "https://vault.example.com"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sessionvault.local.setup import command, hooks
+from sessionvault.local.host import command
+from sessionvault.local.setup import hooks
 
 # The autouse `_pinned_command` fixture replaces `sessionvault_argv`: these tests use the original.
 REAL_ARGV = command.sessionvault_argv
