@@ -97,8 +97,7 @@ class InProcess:
         if call is None:  # not admitted lately: admit once, then every later call rides
             self.admitter.admit(self.authorization, "tool", log, self.base)
             return self.ride()
-        with call.admission.aboard():
-            self.rt.vault.load(call.principal, self.args)
+        self.rt.vault.load(call.principal, self.args)  # its Principal carries the ride
         if not self.admitter.settle(call, log, self.base):
             raise RuntimeError("the ride was stale")
         return None

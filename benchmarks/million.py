@@ -85,6 +85,7 @@ class Target:
     def call(self, kind: str, tenant: str, rnd: random.Random) -> float:
         from sessionvault.core import records
         from sessionvault.db import search
+        from sessionvault.db.pool import Tenant
 
         started = time.perf_counter()
         if kind == "load":
@@ -94,7 +95,7 @@ class Target:
             self.rt.vault.list(self.principals[tenant], records.parse(records.ListArgs, {}))
         else:
             vector = rnd.choice(self.probes[tenant]).to_list()
-            search.nearest(self.rt.db, self.tenants[tenant], vector, seed.MODEL, limit=5)
+            search.nearest(self.rt.db, Tenant(self.tenants[tenant]), vector, seed.MODEL, limit=5)
         return time.perf_counter() - started
 
 

@@ -115,10 +115,10 @@ def listing(sessions: int, runs: int) -> None:
 
             def entry_us(who: Principal) -> float:
                 dek = rt.keys.unwrap(who.user_id, who.wrapped_dek)
-                rows = store.page(rt.db, who.user_id, "", 100, None)
+                rows = store.page(rt.db, who.at(), "", 100, None)
                 return _best(lambda: [answers.listed(dek, who.user_id, r) for r in rows], 50) / len(rows)
 
-            rows = {who.user_id: store.page(rt.db, who.user_id, "", 100, None) for who in (plain, sealed)}
+            rows = {who.user_id: store.page(rt.db, who.at(), "", 100, None) for who in (plain, sealed)}
             assert all(r["sealed_preview"] is None and r["preview"] for r in rows[plain.user_id])
             assert all(r["sealed_preview"] and r["preview"] == "" for r in rows[sealed.user_id])
             assert list_all(plain) == list_all(sealed) == sessions

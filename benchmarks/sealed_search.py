@@ -156,12 +156,14 @@ class Exact:
         self.parts: dict[str, list[float]] = {"fetch": [], "open": [], "score": []}
 
     def fetch(self) -> list[dict[str, Any]]:
+        from sessionvault.db.pool import Tenant
+
         sql = f"SELECT session_id, {self.column} FROM bench_sealed_vectors WHERE user_id = %s"
 
         def work(conn: Any) -> Any:
             return conn.cursor(binary=True).execute(sql, (self.user_id,))
 
-        return self.app.in_tenant(self.user_id, work, idempotent=True).fetchall()
+        return self.app.in_tenant(Tenant(self.user_id), work, idempotent=True).fetchall()
 
     def open(self, rows: list[dict[str, Any]]) -> tuple[list[Any], np.ndarray]:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -278,7 +280,9 @@ def _measure(
     queries = [_unit(matrix[i] + 0.5 * _unit(rng.standard_normal(DIMS))).astype(np.float32) for i in picks]
 
     def hnsw(query: np.ndarray) -> list[Any]:
-        return [h["id"] for h in search.nearest(app, user_id, query.tolist(), MODEL, limit=TOP)]
+        from sessionvault.db.pool import Tenant
+
+        return [h["id"] for h in search.nearest(app, Tenant(user_id), query.tolist(), MODEL, limit=TOP)]
 
     def warm(query: np.ndarray) -> list[Any]:
         return [ids[i] for i in Exact.score(matrix, query)]
@@ -307,6 +311,8 @@ def _plan(app: Any, search: Any, user_id: str, query: np.ndarray) -> str:
     """Which index the planner takes for this tenant's search_sessions statement."""
     from pgvector import Vector
 
+    from sessionvault.db.pool import Tenant
+
     sql = "EXPLAIN " + search._nearest_sql(DIMS, "%(q)s")
     params = {"q": Vector(query.tolist()), "user_id": user_id, "model": MODEL, "repo": "", "exclude": None}
 
@@ -314,7 +320,9 @@ def _plan(app: Any, search: Any, user_id: str, query: np.ndarray) -> str:
         conn.execute(search._SEARCH_SETTINGS)
         return conn.execute(sql, {**params, "limit": TOP})
 
-    text = "\n".join(str(next(iter(r.values()))) for r in app.in_tenant(user_id, work, idempotent=True))
+    text = "\n".join(
+        str(next(iter(r.values()))) for r in app.in_tenant(Tenant(user_id), work, idempotent=True)
+    )
     for pattern in (r"Index Scan using (\w+) on sessions", r"Bitmap Index Scan on (\w+)"):
         if found := re.search(pattern, text):
             return found.group(1)

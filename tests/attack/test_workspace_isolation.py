@@ -135,7 +135,8 @@ def test_workspace_walls_hold_at_the_moment_of_every_call(runtime, server) -> No
                 fields["to_person"] = names[person.id]
             out = who.call("save_session", **fields)
             may = held in ("owner", "member")
-            member_ok = person is None or role(space, _caller_of(callers, person.id)) is not None
+            # an offer names only a person who could claim it: an owner or member (issue 37)
+            member_ok = person is None or role(space, _caller_of(callers, person.id)) in ("owner", "member")
             if may and member_ok:
                 assert "error" not in out, (context, out)
                 space.sessions.setdefault(name, []).append(token)

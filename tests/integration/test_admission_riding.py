@@ -16,6 +16,7 @@ import pytest
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import sessions
+from sessionvault.db.pool import Tenant
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.mcp.endpoint import McpEndpoint
 from sessionvault.service import accounts
@@ -104,7 +105,7 @@ def test_a_save_with_a_key_revoked_after_its_last_call_writes_nothing(limited):
     accounts.revoke_key(admin_db(), who.key)
     reply = call(server, who.key, "save_session", name="after-revoke", summary="s")
     assert reply.status_code == 401
-    names = [row["name"] for row in sessions.page(admin_db(), who.id, "", 10, None)]
+    names = [row["name"] for row in sessions.page(admin_db(), Tenant(who.id), "", 10, None)]
     assert names == ["riding"]
 
 

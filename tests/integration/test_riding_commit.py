@@ -32,8 +32,7 @@ def setting_inside_ride(rt: Runtime, user: User, scope: str) -> str:
     def work(conn: Any) -> None:
         seen["cursor"] = conn.execute("SELECT current_setting('synchronous_commit') AS value")
 
-    with call.admission.aboard():
-        rt.db.in_tenant(call.principal.user_id, work, idempotent=True)
+    rt.db.in_tenant(call.principal.at(), work, idempotent=True)  # the call's Principal carries its ride
     assert admitter.settle(call, log, BASE)  # admitted, counted and audited as ever
     assert log.admitted and log.audit_id is not None
     return str(seen["cursor"].fetchone()["value"])

@@ -11,6 +11,7 @@ import pytest
 
 from sessionvault.core import crypto, records
 from sessionvault.db import identity, saves, sessions
+from sessionvault.db.pool import Tenant
 from sessionvault.errors import DecryptionFailed
 from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
@@ -160,8 +161,8 @@ def test_a_save_run_twice_with_the_same_sealed_version_stores_it_once(runtime):
     head = saves.Head("twice", "", "p", "", None, None)
     version = sealing.seal(dek, who.id, {"name": "twice", "summary": "s", "saved_at": "x"}, head)
     policy = saves.Policy(keep_previous=20)
-    first = saves.save(runtime.db, who.id, head, version, policy)
-    again = saves.save(runtime.db, who.id, head, version, policy)
+    first = saves.save(runtime.db, Tenant(who.id), head, version, policy)
+    again = saves.save(runtime.db, Tenant(who.id), head, version, policy)
     assert (again["id"], again["version"]) == (first["id"], first["version"]) == (again["id"], 1)
-    assert saves.usage(runtime.db, who.id)["bytes"] == version.size
-    assert sessions.versions_of(runtime.db, who.id, "twice") == [1]
+    assert saves.usage(runtime.db, Tenant(who.id))["bytes"] == version.size
+    assert sessions.versions_of(runtime.db, Tenant(who.id), "twice") == [1]

@@ -16,15 +16,13 @@ and lets the tool's statements through only when it admits."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import pool
 from sessionvault.db.pool import Database
-from sessionvault.errors import NotAdmitted, SessionVaultError
+from sessionvault.errors import SessionVaultError
 
 Budget = Literal["tool", "protocol"]
 
@@ -104,31 +102,24 @@ def admit_request(db: Database, request: Request) -> Admission:
 class Ride:
     """The request's admission as the opening of its first tenant transaction, for a
     credential the server expects to be `user_id`'s (with `wrapped_dek`) and to allow `scope`.
-    `result` is None until a transaction carried it and committed; a 'stale' result means the
+    `opening` goes down with the call (in its Principal, then in each `pool.Tenant`); `result`
+    is None until a transaction carried it and committed; a 'stale' result means the
     expectation was wrong and nothing was written or let through."""
 
     request: Request
     user_id: str
     wrapped_dek: WrappedKey
     scope: str
-    result: Admission | None = field(default=None, init=False)
+    opening: pool.Opening = field(init=False)
 
-    @contextmanager
-    def aboard(self) -> Iterator[None]:
-        """Within: this request's first tenant transaction for `user_id` opens with it."""
+    def __post_init__(self) -> None:
         expected = (self.user_id, self.wrapped_dek.blob, self.scope)
         sql = _ADMIT_AS_READ if self.scope == "read" else _ADMIT_AS
-        opening = pool.Opening(self.user_id, sql, (*expected, *self.request.params()), self._settle)
-        token = pool.opening.set(opening)
-        try:
-            yield
-        finally:
-            pool.opening.reset(token)
+        self.opening = pool.Opening(self.user_id, sql, (*expected, *self.request.params()))
 
-    def _settle(self, row: dict[str, Any] | None) -> None:
-        self.result = _admission(row)
-        if self.result.status != "ok":  # the transaction's statements saw nothing
-            raise NotAdmitted(self.result.status)
+    @property
+    def result(self) -> Admission | None:
+        return _admission(self.opening.answer) if self.opening.done else None
 
 
 def _admission(row: dict[str, Any] | None) -> Admission:

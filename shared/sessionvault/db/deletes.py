@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Database, Tenant
 from sessionvault.db.sessions import tenant_row
 
 # The statement's snapshot predates the cascade, so the join still sees the versions it
@@ -28,9 +28,10 @@ SELECT sessions, versions FROM freed
 """
 
 
-def delete(db: Database, user_id: str, name: str) -> int | None:
+def delete(db: Database, at: Tenant, name: str) -> int | None:
     """Delete a session and its history; the number of versions removed, or None if absent."""
-    row = tenant_row(db, user_id, _DELETE % "name = %(name)s", {"user_id": user_id, "name": name})
+    user_id = at.space
+    row = tenant_row(db, at, _DELETE % "name = %(name)s", {"user_id": user_id, "name": name})
     return row["versions"] if row and row["sessions"] else None
 
 
@@ -47,12 +48,13 @@ _STILL_COUNTED = (
 
 
 def delete_all(
-    db: Database, user_id: str, repo: str, issued: datetime, expected: int
+    db: Database, at: Tenant, repo: str, issued: datetime, expected: int
 ) -> tuple[int, int] | None:
     """Delete the sessions (of `repo`, when given) that existed at `issued`, if they are still
     `expected` in number: (sessions, versions) removed; None when they are not (nothing deleted)."""
+    user_id = at.space
     params = {"user_id": user_id, "repo": repo, "issued": issued, "expected": expected}
-    row = tenant_row(db, user_id, _DELETE % _STILL_COUNTED, params)
+    row = tenant_row(db, at, _DELETE % _STILL_COUNTED, params)
     if row is None or (expected and not row["sessions"]):
         return None
     return row["sessions"], row["versions"]
@@ -64,8 +66,9 @@ _COUNT = (
 )
 
 
-def count(db: Database, user_id: str, repo: str) -> tuple[int, datetime]:
+def count(db: Database, at: Tenant, repo: str) -> tuple[int, datetime]:
     """How many sessions (of `repo`) there are, and the database's time of that count."""
-    row = tenant_row(db, user_id, _COUNT, {"user_id": user_id, "repo": repo})
+    user_id = at.space
+    row = tenant_row(db, at, _COUNT, {"user_id": user_id, "repo": repo})
     assert row is not None  # an aggregate always has its row
     return int(row["n"]), row["at"]

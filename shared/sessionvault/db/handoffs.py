@@ -3,7 +3,7 @@ statement (the offers themselves are written with the save, in `sessions`)."""
 
 from __future__ import annotations
 
-from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.pool import Connection, Cursor, Database, Tenant
 from sessionvault.db.sessions import RECORD_COLUMNS, STATE_COLUMNS, Row
 from sessionvault.db.workspaces import ELSEWHERE
 
@@ -63,13 +63,14 @@ ORDER BY (h.to_client = '' OR h.to_client = %(client)s) DESC, h.offered_at DESC 
 
 
 def claim(
-    db: Database, user_id: str, repo: str, client: str, credential: str = "", actor: str | None = None
+    db: Database, at: Tenant, repo: str, client: str, credential: str = "", actor: str | None = None
 ) -> tuple[Row | None, Row | None, Row | None]:
     """Claim the newest open handoff of `repo` ('' = any) in space `user_id` that `client` and
     the person `actor` (default: the space's own person) may take, unless one of the caller's
     workspaces holds a newer one: (the claimed version's row, as `get_by_name` returns it, or
     None; the newest offer they could see, to say who took it or that it expired; that newer
     offer elsewhere, `workspaces.ELSEWHERE`'s row, or None). One statement claims, one flight."""
+    user_id = at.space
     params = {
         "user_id": user_id,
         "repo": repo,
@@ -86,7 +87,7 @@ def claim(
         )
 
     # Not idempotent: a rerun after COMMIT would find the offer taken, by this very caller.
-    won, last, elsewhere = db.in_tenant(user_id, work, idempotent=False)
+    won, last, elsewhere = db.in_tenant(at, work, idempotent=False)
     return won.fetchone(), last.fetchone(), elsewhere.fetchone()
 
 
@@ -103,7 +104,8 @@ ORDER BY h.offered_at DESC LIMIT %(limit)s
 )
 
 
-def offers(db: Database, user_id: str, repo: str, limit: int) -> list[Row]:
+def offers(db: Database, at: Tenant, repo: str, limit: int) -> list[Row]:
     """The newest `limit` offers (of `repo`, '' = every repo), whatever their state."""
+    user_id = at.space
     params = {"user_id": user_id, "repo": repo, "limit": limit}
-    return list(db.in_tenant(user_id, lambda conn: conn.execute(_OFFERS, params), idempotent=True))
+    return list(db.in_tenant(at, lambda conn: conn.execute(_OFFERS, params), idempotent=True))

@@ -6,16 +6,19 @@ in the block and COMMIT go out together; only a result fetched inside the block 
 of its own. No health check on checkout: a connection that died while a Lambda was frozen is
 found on first use (`first_use`) and replaced.
 
-A request's admission may ride on its first tenant transaction (`opening`, set by
-`db.admission.Ride`): the admission statement then takes the tenant setting's place after
-BEGIN, and the request costs the one flight of its tool."""
+Which tenant a serving-path transaction is for, and how it opens, is one explicit value, a
+`Tenant`, that the service passes down with every call (never a variable read from the
+request's context): the space whose rows it touches, the call's riding admission (`Opening`,
+made by `db.admission.Ride`: the admission statement then takes the tenant setting's place
+after BEGIN, and the request costs the one flight of its tool) and the workspace entry
+(`Entering`). What the transaction learnt goes back on those values (the admission's row, the
+role the entry found), not through a callback."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -24,7 +27,7 @@ import psycopg.errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from sessionvault.errors import WorkspaceDenied
+from sessionvault.errors import NotAdmitted, WorkspaceDenied
 
 T = TypeVar("T")
 Connection = psycopg.Connection[dict[str, Any]]
@@ -35,20 +38,17 @@ _SET_TENANT = "SELECT set_config('app.user_id', %s, true)"
 
 @dataclass
 class Opening:
-    """A statement that opens the next tenant transaction of `user_id` in this context in
-    place of the plain tenant setting: it must set the tenant only when it lets the
-    transaction's statements through. `settle` gets its row once the transaction committed;
-    a transaction that failed leaves it unsent (`done` False), with nothing of it kept."""
+    """A statement that opens the call's first tenant transaction of `user_id` in place of
+    the plain tenant setting: it must set the tenant only when it lets the transaction's
+    statements through, and answer a row whose `status` is 'ok' when it admitted. Once a
+    transaction carried it and committed, `answer` holds that row (`done`); a transaction that
+    failed leaves it unsent, with nothing of it kept."""
 
     user_id: str
     sql: str
     params: tuple[Any, ...]
-    settle: Callable[[dict[str, Any] | None], None]
     done: bool = False
-
-
-# Per request (contextvars follow it into the worker thread that runs the tool).
-opening: ContextVar[Opening | None] = ContextVar("sessionvault_opening", default=None)
+    answer: dict[str, Any] | None = None
 
 
 @dataclass
@@ -66,7 +66,18 @@ class Entering:
     role: str | None = None
 
 
-entering: ContextVar[Entering | None] = ContextVar("sessionvault_entering", default=None)
+@dataclass(frozen=True)
+class Tenant:
+    """Whose rows a serving-path transaction touches (`space`) and how it opens: as the caller,
+    by the call's riding admission while one is not yet carried (`opening`) or else the tenant
+    setting, then entering the workspace `space` when it is not the caller's own (`entry`,
+    whose `caller` is the person). Jobs and tests name a space alone: `Tenant(user_id)`."""
+
+    space: str
+    opening: Opening | None = field(default=None, compare=False)
+    entry: Entering | None = field(default=None, compare=False)
+
+
 _ENTER = "SELECT sessionvault_enter_workspace(%s, %s, %s) AS role"
 
 
@@ -131,13 +142,14 @@ class Database:
         live one; this costs a round trip per idle connection, on this failure path only."""
         self.pool.check()
 
-    def in_tenant(self, user_id: str, work: Callable[[Connection], T], *, idempotent: bool) -> T:
-        """`work` in a pipelined tenant transaction (as `tenant`), on the serving path, opened by
-        this request's `opening` when it has one for `user_id`. If the connection turns out
-        dead (closed by the server or a pooler while idle), `work` runs once more on a fresh
-        one, provided nothing can have been committed: the failure came before the COMMIT's
-        flight, or running `work` twice is harmless (`idempotent`)."""
-        attempt = _Attempt(user_id, work)
+    def in_tenant(self, at: Tenant, work: Callable[[Connection], T], *, idempotent: bool) -> T:
+        """`work` in a pipelined tenant transaction for `at` (as `tenant`), on the serving path:
+        opened by its riding admission when it has one not yet carried, entering its workspace
+        when it names one. If the connection turns out dead (closed by the server or a pooler
+        while idle), `work` runs once more on a fresh one, provided nothing can have been
+        committed: the failure came before the COMMIT's flight, or running `work` twice is
+        harmless (`idempotent`)."""
+        attempt = _Attempt(at, work)
         try:
             return attempt.run(self.pool)
         except psycopg.OperationalError:
@@ -146,7 +158,7 @@ class Database:
             if not dead or (attempt.final_flight and not idempotent):
                 raise
         self._drop_dead()
-        return _Attempt(user_id, work).run(self.pool)
+        return _Attempt(at, work).run(self.pool)
 
     @contextmanager
     def tenant(self, user_id: UUID | str) -> Iterator[Connection]:
@@ -172,17 +184,17 @@ class _Attempt(Generic[T]):
     """One try of a serving-path tenant transaction: BEGIN, the opening (the request's riding
     admission, or the tenant setting), `work`'s statements and COMMIT in one pipeline."""
 
-    def __init__(self, user_id: str, work: Callable[[Connection], T]) -> None:
-        self.user_id, self.work = user_id, work
+    def __init__(self, at: Tenant, work: Callable[[Connection], T]) -> None:
+        self.at, self.work = at, work
         self.conn: Connection | None = None
         self.final_flight = False  # what is still queued goes out with the COMMIT
 
     def run(self, pool: ConnectionPool[Connection]) -> T:
-        enter = entering.get()
-        if enter is not None and enter.space != self.user_id:
+        enter = self.at.entry
+        if enter is not None and enter.space != self.at.space:
             enter = None
-        tenant = enter.caller if enter is not None else self.user_id
-        ride = opening.get()
+        tenant = enter.caller if enter is not None else self.at.space
+        ride = self.at.opening
         if ride is not None and (ride.done or ride.user_id != tenant):
             ride = None
         try:
@@ -205,8 +217,10 @@ class _Attempt(Generic[T]):
             enter.role = None
             raise WorkspaceDenied(None) from None
         if ride is not None:
-            ride.done = True
-            ride.settle(admitted.fetchone())  # raises when the opening did not admit
+            ride.done, ride.answer = True, admitted.fetchone()
+            status = ride.answer["status"] if ride.answer else "no row"
+            if status != "ok":  # the transaction's statements saw nothing: nor may the caller
+                raise NotAdmitted(status)
         if enter is not None:
             row = entered.fetchone()
             enter.role = row["role"] if row else None

@@ -5,7 +5,7 @@ migration 0002), and the user's next calls meet the limit as if they had been sa
 
 from __future__ import annotations
 
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Database, Tenant
 
 _CHARGE = """
 INSERT INTO rate_counters AS c (user_id, budget, span, slot, hits)
@@ -16,8 +16,9 @@ ON CONFLICT ON CONSTRAINT rate_counters_pkey DO UPDATE SET hits = c.hits + EXCLU
 """
 
 
-def charge(db: Database, user_id: str, hits: int, budget: str = "tool") -> None:
+def charge(db: Database, at: Tenant, hits: int, budget: str = "tool") -> None:
     """Count `hits` more calls of `budget` for the user, now (nothing when hits <= 0)."""
+    user_id = at.space
     if hits > 0:
         params = {"user_id": user_id, "budget": budget, "hits": hits}
-        db.in_tenant(user_id, lambda conn: conn.execute(_CHARGE, params), idempotent=False)
+        db.in_tenant(at, lambda conn: conn.execute(_CHARGE, params), idempotent=False)

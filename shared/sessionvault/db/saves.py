@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pgvector import Vector
 
-from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.pool import Connection, Cursor, Database, Tenant
 from sessionvault.db.save_policy import UNLIMITED as UNLIMITED
 from sessionvault.db.save_policy import Checkpoint as Checkpoint
 from sessionvault.db.save_policy import Offer as Offer
@@ -194,7 +194,7 @@ FROM saved
 _USAGE = "SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %s"
 
 
-def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy) -> Row | None:
+def save(db: Database, at: Tenant, head: Head, version: Sealed, policy: Policy) -> Row | None:
     """Create the session or bump its version and store `version` as it, in one flight: the
     head row (id, version, updated_at), or None, with nothing written, when the save would pass
     the quota or the user's data key changed since `policy.dek_fp` was read. With an offer, the
@@ -203,6 +203,7 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
     an automatic one (no session quota; older siblings pruned). The head's row lock serialises
     concurrent saves of one name; clock_timestamp(), not now(): a save that waited for the lock
     is the newer one."""
+    user_id = at.space
     quota, offer, checkpoint = policy.quota, policy.offer, policy.checkpoint
     params = {
         "user_id": user_id,
@@ -251,7 +252,7 @@ def save(db: Database, user_id: str, head: Head, version: Sealed, policy: Policy
         return saved, same
 
     # Idempotent: a second run finds the version stored by the first and writes nothing.
-    saved, same = db.in_tenant(user_id, work, idempotent=True)
+    saved, same = db.in_tenant(at, work, idempotent=True)
     row = saved.fetchone()
     if row is None and same is not None:
         unchanged = same.fetchone()
@@ -264,9 +265,10 @@ def _like_prefix(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def usage(db: Database, user_id: str) -> Row | None:
+def usage(db: Database, at: Tenant) -> Row | None:
     """The user's stored sessions and bytes (None before their first save)."""
-    return tenant_row(db, user_id, _USAGE, (user_id,))
+    user_id = at.space
+    return tenant_row(db, at, _USAGE, (user_id,))
 
 
 def _vec(embedding: list[float] | None) -> Vector | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pgvector import Vector
 
-from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.pool import Connection, Cursor, Database, Tenant
 
 Row = dict[str, Any]
 SUPPORTED_DIMS = (384, 1536)  # one partial HNSW index each (migration 0001)
@@ -45,27 +45,29 @@ def _nearest_sql(dims: int, query: str) -> str:
 
 
 def nearest(
-    db: Database, user_id: str, vector: list[float], model: str, *, repo: str = "", limit: int = 5
+    db: Database, at: Tenant, vector: list[float], model: str, *, repo: str = "", limit: int = 5
 ) -> list[Row]:
     """Cosine nearest heads of the same embedding model, with their head ciphertext."""
+    user_id = at.space
     if len(vector) not in SUPPORTED_DIMS:
         return []
     params = {"q": Vector(vector), "user_id": user_id, "model": model, "repo": repo, "exclude": None}
-    return _search(db, user_id, _nearest_sql(len(vector), "%(q)s"), {**params, "limit": limit})
+    return _search(db, at, _nearest_sql(len(vector), "%(q)s"), {**params, "limit": limit})
 
 
-def related(db: Database, user_id: str, session_id: str, model: str, dims: int, limit: int) -> list[Row]:
+def related(db: Database, at: Tenant, session_id: str, model: str, dims: int, limit: int) -> list[Row]:
     """The sessions nearest to `session_id`'s own vector (itself excluded), in one statement."""
+    user_id = at.space
     if dims not in SUPPORTED_DIMS:
         return []
     me = f"(SELECT embedding::vector({dims}) FROM sessions WHERE id = %(exclude)s)"
     params = {"user_id": user_id, "model": model, "repo": "", "exclude": session_id, "limit": limit}
-    return _search(db, user_id, _nearest_sql(dims, me), params)
+    return _search(db, at, _nearest_sql(dims, me), params)
 
 
-def _search(db: Database, user_id: str, sql: str, params: dict[str, Any]) -> list[Row]:
+def _search(db: Database, at: Tenant, sql: str, params: dict[str, Any]) -> list[Row]:
     def work(conn: Connection) -> Cursor:
         conn.execute(_SEARCH_SETTINGS)
         return conn.execute(sql, params)
 
-    return db.in_tenant(user_id, work, idempotent=True).fetchall()
+    return db.in_tenant(at, work, idempotent=True).fetchall()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sessionvault.db.pool import Connection, Cursor, Database
+from sessionvault.db.pool import Connection, Cursor, Database, Tenant
 from sessionvault.db.workspaces import ELSEWHERE
 
 Row = dict[str, Any]
@@ -53,9 +53,10 @@ _LOAD = (
 )
 
 
-def get_by_name(db: Database, user_id: str, name: str, version: int | None) -> Row | None:
+def get_by_name(db: Database, at: Tenant, name: str, version: int | None) -> Row | None:
+    user_id = at.space
     sql = _LOAD + " AND s.name = %(name)s"
-    return tenant_row(db, user_id, sql, {"user_id": user_id, "name": name, "version": version})
+    return tenant_row(db, at, sql, {"user_id": user_id, "name": name, "version": version})
 
 
 # "The latest" of a repo: the newest open offer `client` may claim (the version a claim would
@@ -105,10 +106,11 @@ _EVERY_VERSION = (
 )
 
 
-def every_version(db: Database, user_id: str, name: str) -> list[Row]:
+def every_version(db: Database, at: Tenant, name: str) -> list[Row]:
     """Every kept version of session `name` (oldest first) as `get_by_name` returns one."""
+    user_id = at.space
     params = {"user_id": user_id, "name": name}
-    return list(db.in_tenant(user_id, lambda conn: conn.execute(_EVERY_VERSION, params), idempotent=True))
+    return list(db.in_tenant(at, lambda conn: conn.execute(_EVERY_VERSION, params), idempotent=True))
 
 
 _VERSIONS = """
@@ -117,25 +119,27 @@ FROM sessions s WHERE s.user_id = %(user_id)s AND s.name = %(name)s
 """
 
 
-def versions_of(db: Database, user_id: str, name: str) -> list[int] | None:
+def versions_of(db: Database, at: Tenant, name: str) -> list[int] | None:
     """The versions still kept of session `name`, newest first; None if there is no such session."""
-    row = tenant_row(db, user_id, _VERSIONS, {"user_id": user_id, "name": name})
+    user_id = at.space
+    row = tenant_row(db, at, _VERSIONS, {"user_id": user_id, "name": name})
     return list(row["versions"]) if row else None
 
 
 def get_latest_for_repo(
-    db: Database, user_id: str, repo: str, client: str = "", actor: str | None = None
+    db: Database, at: Tenant, repo: str, client: str = "", actor: str | None = None
 ) -> tuple[Row | None, Row | None]:
     """The latest of `repo` ('' = any) in space `user_id` for `client` and the person `actor`
     (default: the space's own person): the newest open offer they may claim, else the newest
     session by time (see _LATEST); and, in the same flight, the newest open offer they may
     claim in one of their workspaces (`workspaces.ELSEWHERE`; none when `user_id` is one)."""
+    user_id = at.space
     params = {"user_id": user_id, "repo": repo, "client": client, "actor": actor or user_id}
 
     def work(conn: Connection) -> tuple[Cursor, Cursor]:
         return conn.execute(_LATEST, params), conn.execute(ELSEWHERE, (repo, client))
 
-    latest, elsewhere = db.in_tenant(user_id, work, idempotent=True)
+    latest, elsewhere = db.in_tenant(at, work, idempotent=True)
     return latest.fetchone(), elsewhere.fetchone()
 
 
@@ -158,10 +162,11 @@ ORDER BY s.updated_at DESC, s.id DESC LIMIT %(limit)s
 )
 
 
-def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetime, str] | None) -> list[Row]:
+def page(db: Database, at: Tenant, repo: str, limit: int, after: tuple[datetime, str] | None) -> list[Row]:
     """Newest first, keyset-paginated on (updated_at, id): a save between pages cannot make a
     page repeat rows. A session saved again meanwhile moves to the front, so this pass skips
     it and the next listing from the top shows it first."""
+    user_id = at.space
     before_at, before_id = after or (None, None)
     params = {
         "user_id": user_id,
@@ -170,13 +175,13 @@ def page(db: Database, user_id: str, repo: str, limit: int, after: tuple[datetim
         "before_at": before_at,
         "before_id": before_id,
     }
-    return db.in_tenant(user_id, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
+    return db.in_tenant(at, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
 
 
 def iso(ts: datetime) -> str:
     return ts.isoformat(timespec="seconds")
 
 
-def tenant_row(db: Database, user_id: str, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
+def tenant_row(db: Database, at: Tenant, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> Row | None:
     """One statement's first row. Reads, and delete: a repeated delete removes nothing more."""
-    return db.in_tenant(user_id, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()
+    return db.in_tenant(at, lambda conn: conn.execute(sql, params), idempotent=True).fetchone()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from sessionvault.db.pool import Connection, Database
+from sessionvault.db.pool import Connection, Database, Tenant
 
 Row = dict[str, Any]
 Revoked = Literal["revoked", "unknown_key", "scope", "not_found"]
@@ -37,12 +37,13 @@ def revoke(db: Database, key_hash: bytes, key_id: str) -> Revoked:
     return cast(Revoked, row["status"] if row else "not_found")
 
 
-def activity(db: Database, user_id: str, limit: int) -> list[Row]:
+def activity(db: Database, at: Tenant, limit: int) -> list[Row]:
     """The user's newest `limit` audit rows: when, which tool (or page), the outcome and its
     error class, and the OAuth client (None: an API key). Nothing else the trail holds."""
+    user_id = at.space
     params = {"user_id": user_id, "limit": limit}
 
     def work(conn: Connection) -> Any:
         return conn.execute(_ACTIVITY, params)
 
-    return list(db.in_tenant(user_id, work, idempotent=True))
+    return list(db.in_tenant(at, work, idempotent=True))

@@ -12,7 +12,7 @@ import psycopg.errors
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import identity
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Database, Tenant
 from sessionvault.errors import AccountError
 
 Row = dict[str, Any]
@@ -24,18 +24,18 @@ ELSEWHERE = "SELECT space::text AS space, name, offered_at FROM sessionvault_new
 _OFFER_TARGET = "SELECT id::text AS id, role, disabled FROM sessionvault_offer_target(%s)"
 
 
-def resolve(db: Database, caller: str, name: str) -> Row | None:
+def resolve(db: Database, caller: Tenant, name: str) -> Row | None:
     """The caller's workspace `name`: id, wrapped key and role; None for a non-member (or no
     such workspace: the same answer)."""
     return db.in_tenant(caller, lambda conn: conn.execute(_RESOLVE, (name,)), idempotent=True).fetchone()
 
 
-def mine(db: Database, caller: str) -> list[Row]:
+def mine(db: Database, caller: Tenant) -> list[Row]:
     """Every workspace the caller belongs to: id, name, role."""
     return list(db.in_tenant(caller, lambda conn: conn.execute(_MINE), idempotent=True))
 
 
-def offer_target(db: Database, space: str, name: str) -> Row | None:
+def offer_target(db: Database, space: Tenant, name: str) -> Row | None:
     """Inside the entered workspace `space`: its member named `name` as an offer needs them (id,
     role, disabled), or None for no such member (migration 0019)."""
     return db.in_tenant(space, lambda conn: conn.execute(_OFFER_TARGET, (name,)), idempotent=True).fetchone()

@@ -200,7 +200,7 @@ def _search(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
 def _handoffs(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     repo = records.parse(records.ListArgs, {"repo": q.get("repo", "")}).repo
     limit = min(_int(q, "limit", 50), 200)
-    return {"handoffs": account.offers(vault.db, who.user_id, repo, q.get("state", ""), limit)}
+    return {"handoffs": account.offers(vault.db, who, repo, q.get("state", ""), limit)}
 
 
 def _status(exc: VaultError) -> int:

@@ -11,14 +11,15 @@ from sessionvault.db import web as store
 from sessionvault.db.pool import Database
 from sessionvault.db.web import Revoked
 from sessionvault.service import portability
+from sessionvault.service.principal import Principal
 
 Row = dict[str, Any]
 
 
-def offers(db: Database, user_id: str, repo: str = "", state: str = "", limit: int = 50) -> list[Row]:
+def offers(db: Database, who: Principal, repo: str = "", state: str = "", limit: int = 50) -> list[Row]:
     """The newest `limit` offers (of `repo`, '' = every repo), as an export shows them; only
     those in `state` (open, accepted, expired, superseded) when it is given."""
-    listed = [portability.offer_of(row) for row in handoffs.offers(db, user_id, repo, limit)]
+    listed = [portability.offer_of(row) for row in handoffs.offers(db, who.at(), repo, limit)]
     return [offer for offer in listed if not state or offer["state"] == state]
 
 
@@ -32,6 +33,6 @@ def revoke(db: Database, key_hash: bytes, key_id: str) -> Revoked:
     return store.revoke(db, key_hash, key_id)
 
 
-def activity(db: Database, user_id: str, limit: int) -> list[Row]:
+def activity(db: Database, who: Principal, limit: int) -> list[Row]:
     """The user's newest `limit` audit rows: when, which tool or page, the outcome."""
-    return store.activity(db, user_id, limit)
+    return store.activity(db, who.at(), limit)

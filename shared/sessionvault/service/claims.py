@@ -26,9 +26,9 @@ def claim(db: Database, spaces: Spaces, who: Principal, args: LoadArgs) -> Found
     across every space of theirs)."""
     space = spaces.of(who, args.workspace)
 
-    def in_space(at: Space) -> tuple[Row | None, Row | None, Row | None]:
-        with spaces.entered(who, at, "write", "load_session"):
-            return handoffs.claim(db, at.id, args.repo, args.client, who.credential, actor=who.user_id)
+    def in_space(place: Space) -> tuple[Row | None, Row | None, Row | None]:
+        with spaces.entered(who, place, "write", "load_session") as at:
+            return handoffs.claim(db, at, args.repo, args.client, who.credential, actor=who.user_id)
 
     row, last, elsewhere = in_space(space)
     if row is None and elsewhere is not None and not args.workspace:
@@ -42,9 +42,9 @@ def latest(db: Database, spaces: Spaces, who: Principal, args: LoadArgs) -> Foun
     in any of their spaces, else the newest session of the space the call names."""
     space = spaces.of(who, args.workspace)
 
-    def in_space(at: Space) -> tuple[Row | None, Row | None]:
-        with spaces.entered(who, at, "read", "load_session"):
-            return store.get_latest_for_repo(db, at.id, args.repo, args.client, actor=who.user_id)
+    def in_space(place: Space) -> tuple[Row | None, Row | None]:
+        with spaces.entered(who, place, "read", "load_session") as at:
+            return store.get_latest_for_repo(db, at, args.repo, args.client, actor=who.user_id)
 
     row, elsewhere = in_space(space)
     if elsewhere is not None and not args.workspace and _newer(elsewhere, row):

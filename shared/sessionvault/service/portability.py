@@ -29,6 +29,7 @@ from sessionvault.core.checkpoints import is_automatic
 from sessionvault.core.records import SAVE_CONTROLS, SaveArgs, parse
 from sessionvault.db import rate_counters
 from sessionvault.db import sessions as store
+from sessionvault.db.pool import Tenant
 from sessionvault.errors import DecryptionFailed, ValidationFailed
 from sessionvault.service import handoff
 from sessionvault.service.principal import Principal
@@ -51,8 +52,8 @@ def export_lines(vault: Vault, who: Principal, workspace: str = "") -> Iterator[
     enters the workspace on its own, so a member removed while the export streams gets nothing
     more from the next read on."""
     space = vault.spaces.of(who, workspace)
-    with vault.spaces.entered(who, space, "read", "export"):
-        first = store.page(vault.db, space.id, "", PAGE + 1, None)
+    with vault.spaces.entered(who, space, "read", "export") as at:
+        first = store.page(vault.db, at, "", PAGE + 1, None)
     return _exported(vault, who, space, first)
 
 
@@ -62,28 +63,31 @@ def _exported(vault: Vault, who: Principal, space: Space, rows: list[Any]) -> It
     count = 0
     while True:
         for row in rows[:PAGE]:
-            with vault.spaces.entered(who, space, "read", "export"):
+            with vault.spaces.entered(who, space, "read", "export") as at:
                 try:
-                    line = _session(vault, space.id, dek, row["name"])
+                    line = _session(vault, at, dek, row["name"])
                 except DecryptionFailed:  # re-keyed since this instance remembered its key
                     fresh = vault.spaces.renew(who, space)
                     if fresh is None:
                         raise
                     space, dek = fresh, vault.keys.unwrap(fresh.id, fresh.wrapped)
-                    line = _session(vault, space.id, dek, row["name"])
+                    line = _session(vault, at, dek, row["name"])
             yield line
             count += 1
         if len(rows) <= PAGE:
             yield {"end": True, "sessions": count}
             return
         cursor = (rows[PAGE - 1]["updated_at"], str(rows[PAGE - 1]["id"]))
-        with vault.spaces.entered(who, space, "read", "export"):
-            rows = store.page(vault.db, space.id, "", PAGE + 1, cursor)
+        with vault.spaces.entered(who, space, "read", "export") as at:
+            rows = store.page(vault.db, at, "", PAGE + 1, cursor)
 
 
-def export_session(vault: Vault, who: Principal, name: str) -> dict[str, Any]:
-    """One session as an export line: every kept version, oldest first (none: no such session)."""
-    return _session(vault, who.user_id, vault.keys.unwrap(who.user_id, who.wrapped_dek), name)
+def export_session(vault: Vault, who: Principal, name: str, workspace: str = "") -> dict[str, Any]:
+    """One session as an export line: every kept version, oldest first (none: no such
+    session), in the caller's personal space or `workspace` (entered as every tool enters it)."""
+    space = vault.spaces.of(who, workspace)
+    with vault.spaces.entered(who, space, "read", "web/versions") as at:
+        return _session(vault, at, vault.keys.unwrap(space.id, space.wrapped), name)
 
 
 def offer_of(row: dict[str, Any]) -> dict[str, Any]:
@@ -96,10 +100,10 @@ def offer_of(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _session(vault: Vault, user_id: str, dek: bytes, name: str) -> dict[str, Any]:
+def _session(vault: Vault, at: Tenant, dek: bytes, name: str) -> dict[str, Any]:
     versions = []
-    for row in store.every_version(vault.db, user_id, name):
-        record = open_record(dek, user_id, row)
+    for row in store.every_version(vault.db, at, name):
+        record = open_record(dek, at.space, row)
         entry: dict[str, Any] = {
             "version": row["version"],
             "saved_at": record.pop("saved_at", ""),
@@ -147,7 +151,7 @@ def import_lines(
         return _import_all(vault, who, lines, done, dry_run, vault.spaces.of(who, workspace))
     finally:
         if not dry_run:
-            rate_counters.charge(vault.db, who.user_id, done.versions_added - 1)
+            rate_counters.charge(vault.db, who.at(), done.versions_added - 1)
 
 
 # What one import request may hold: `sessionvault import` sends batches well below both.
@@ -204,8 +208,8 @@ def _import_session(
             "skipped an automatic checkpoint (auto/ name): checkpoints are personal, and imported"
             " only with the hooks' key (the checkpoint scope)"
         )
-    with vault.spaces.entered(who, space, "write", "import"):
-        kept = store.every_version(vault.db, space.id, line["name"])
+    with vault.spaces.entered(who, space, "write", "import") as at:
+        kept = store.every_version(vault.db, at, line["name"])
     present = {_content(open_record(dek, space.id, row)) for row in kept}
     done.sessions += 1
     for version in line["versions"]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sessionvault.core.records import DeleteAllArgs
 from sessionvault.db import deletes
+from sessionvault.db.pool import Tenant
 from sessionvault.errors import ValidationFailed
 
 if TYPE_CHECKING:
@@ -81,18 +82,19 @@ def _micros(moment: datetime) -> int:
 def delete_all(vault: Vault, who: Principal, args: DeleteAllArgs) -> dict[str, Any]:
     """Both stages; in a workspace, an owner's call only (the database checks the role)."""
     space = vault.spaces.of(who, args.workspace)
-    with vault.spaces.entered(who, space, "own", "delete_all_sessions"):
-        return _delete_all(vault, space.id, vault.keys.unwrap(space.id, space.wrapped), args)
+    with vault.spaces.entered(who, space, "own", "delete_all_sessions") as at:
+        return _delete_all(vault, at, vault.keys.unwrap(space.id, space.wrapped), args)
 
 
-def _delete_all(vault: Vault, user_id: str, dek: bytes, args: DeleteAllArgs) -> dict[str, Any]:
+def _delete_all(vault: Vault, at: Tenant, dek: bytes, args: DeleteAllArgs) -> dict[str, Any]:
+    user_id = at.space
     if not args.confirm_token:
-        count, at = deletes.count(vault.db, user_id, args.repo)
+        count, counted_at = deletes.count(vault.db, at, args.repo)
         return {
             "deleted": False,
             "would_delete": count,
             "repo": args.repo or "(all repos)",
-            "confirm_token": make_token(dek, user_id, args.repo, Counted(at, count)),
+            "confirm_token": make_token(dek, user_id, args.repo, Counted(counted_at, count)),
             "expires_in_s": TOKEN_TTL_S,
             "next": f"to delete, call delete_all_sessions again with this confirm_token, the same repo"
             f" and confirm_phrase {PHRASE!r}; it deletes these {count} sessions only, once",
@@ -100,7 +102,7 @@ def _delete_all(vault: Vault, user_id: str, dek: bytes, args: DeleteAllArgs) -> 
     if args.confirm_phrase != PHRASE:
         raise ValidationFailed(f"invalid arguments: confirm_phrase: must be exactly {PHRASE!r}")
     counted = check_token(dek, user_id, args.repo, args.confirm_token)
-    removed = deletes.delete_all(vault.db, user_id, args.repo, counted.issued, counted.count)
+    removed = deletes.delete_all(vault.db, at, args.repo, counted.issued, counted.count)
     if removed is None:
         raise ValidationFailed(
             f"invalid arguments: confirm_token: it counted {counted.count} sessions, and they are not all"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import pool
 from sessionvault.db import workspaces as store
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Database, Tenant
 from sessionvault.errors import WorkspaceDenied
 from sessionvault.service.principal import Principal
 
@@ -59,7 +59,7 @@ class Spaces:
             known = self._known.get(key)
         if known is not None and known[0] > time.monotonic():
             return known[1]
-        row = store.resolve(self.db, who.user_id, workspace)
+        row = store.resolve(self.db, who.at(), workspace)
         if row is None:
             raise WorkspaceDenied(None, _no_such(workspace, "read"))
         space = Space(row["id"], WrappedKey.from_row(row), workspace)
@@ -81,25 +81,22 @@ class Spaces:
         return None if fresh.wrapped == space.wrapped else fresh
 
     @contextmanager
-    def entered(self, who: Principal, space: Space, access: str, tool: str) -> Iterator[pool.Entering | None]:
-        """The call's transactions for `space` enter it for `access` (read, write, own)."""
+    def entered(self, who: Principal, space: Space, access: str, tool: str) -> Iterator[Tenant]:
+        """The tenant of the call's transactions for `space`, entering it for `access` (read,
+        write, own) when it is a workspace; a refusal inside forgets the name and says so."""
         if not space.name:
-            yield None
+            yield who.at(space.id)
             return
-        entry = pool.Entering(who.user_id, space.id, access, tool)
-        token = pool.entering.set(entry)
         try:
-            yield entry
+            yield who.at(space.id, pool.Entering(who.user_id, space.id, access, tool))
         except WorkspaceDenied as exc:
             with self._lock:
                 self._known.pop((who.user_id, space.name), None)
             raise WorkspaceDenied(exc.role, _no_such(space.name, access, exc.role)) from None
-        finally:
-            pool.entering.reset(token)
 
     def mine(self, who: Principal) -> list[dict[str, str]]:
         """The workspaces the caller belongs to: name and role."""
-        return [{"name": r["name"], "role": r["role"]} for r in store.mine(self.db, who.user_id)]
+        return [{"name": r["name"], "role": r["role"]} for r in store.mine(self.db, who.at())]
 
 
 def _no_such(name: str, access: str, role: str | None = None) -> str:

@@ -38,7 +38,7 @@ from sessionvault.core.records import preview as make_preview
 from sessionvault.core.repos import canonical_repo
 from sessionvault.db import deletes, saves, search, workspaces
 from sessionvault.db import sessions as store
-from sessionvault.db.pool import Database
+from sessionvault.db.pool import Database, Tenant
 from sessionvault.errors import (
     DecryptionFailed,
     KeyReplaced,
@@ -118,6 +118,15 @@ class Vault:
         one that may use the auto/ names: a session is automatic because of how it was saved.
         A workspace whose key changed since this instance remembered it (the database refuses
         the save, having written nothing) is saved again once, under the key it holds now."""
+        if is_automatic(args.name) != checkpoint:
+            raise ValidationFailed(
+                "invalid arguments: name: a checkpoint's name starts with auto/"
+                if checkpoint
+                else "invalid arguments: name: names starting with auto/ are kept for automatic"
+                " checkpoints, which only the capture hooks save"
+            )
+        if checkpoint:
+            checkpoint_rules(who, args)
         space = self.spaces.of(who, args.workspace)
         try:
             return self._save(who, args, space, checkpoint)
@@ -130,15 +139,6 @@ class Vault:
     def _save(self, who: Principal, args: SaveArgs, space: Space, checkpoint: bool) -> dict[str, Any]:
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
 
-        if is_automatic(args.name) != checkpoint:
-            raise ValidationFailed(
-                "invalid arguments: name: a checkpoint's name starts with auto/"
-                if checkpoint
-                else "invalid arguments: name: names starting with auto/ are kept for automatic"
-                " checkpoints, which only the capture hooks save"
-            )
-        if checkpoint:
-            checkpoint_rules(who, args)
 
         record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
         # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
@@ -173,10 +173,10 @@ class Vault:
         record["saved_at"] = store.iso(datetime.now(UTC))
         version = sealing.seal(dek, space.id, record, head)
         policy = saves.Policy(keep, self.quota, fp, offer, digest, pruning)
-        with self.spaces.entered(who, space, "write", "save_session"):
-            row = saves.save(self.db, space.id, head, version, policy)
+        with self.spaces.entered(who, space, "write", "save_session") as at:
+            row = saves.save(self.db, at, head, version, policy)
             if row is None:
-                raise self._refusal(space, fp, checkpoint=checkpoint)
+                raise self._refusal(at, fp, checkpoint=checkpoint)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
@@ -208,14 +208,14 @@ class Vault:
             return saves.Offer(client, args.to_client, self.handoff_ttl_days)
         to_user = None
         if args.to_person:
-            with self.spaces.entered(who, space, "write", "save_session"):
-                target = workspaces.offer_target(self.db, space.id, args.to_person)
+            with self.spaces.entered(who, space, "write", "save_session") as at:
+                target = workspaces.offer_target(self.db, at, args.to_person)
             to_user = handoff.claimable_by(args.to_person, target)
         return saves.Offer(client, args.to_client, self.handoff_ttl_days, who.user_id, to_user)
 
-    def _refusal(self, space: Space, fp: bytes, *, checkpoint: bool = False) -> VaultError:
+    def _refusal(self, at: Tenant, fp: bytes, *, checkpoint: bool = False) -> VaultError:
         """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
-        used = saves.usage(self.db, space.id) or {"sessions": 0, "bytes": 0, "dek_fp": None}
+        used = saves.usage(self.db, at) or {"sessions": 0, "bytes": 0, "dek_fp": None}
         if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
             return KeyReplaced()
         if checkpoint and used["bytes"] < self.quota.bytes:
@@ -239,10 +239,10 @@ class Vault:
                 return handoff.not_claimed(args, last)
         elif args.name:
             space = self.spaces.of(who, args.workspace)
-            with self.spaces.entered(who, space, "read", "load_session"):
-                row = store.get_by_name(self.db, space.id, args.name, args.version or None)
+            with self.spaces.entered(who, space, "read", "load_session") as at:
+                row = store.get_by_name(self.db, at, args.name, args.version or None)
                 if row is None:
-                    kept = store.versions_of(self.db, space.id, args.name) if args.version else None
+                    kept = store.versions_of(self.db, at, args.name) if args.version else None
                     return answers.not_found(args, kept)
         else:
             space, row, _ = claims.latest(self.db, self.spaces, who, args)
@@ -278,8 +278,8 @@ class Vault:
             out["versions"] = row["versions"]
             out.update({field: record[field] for field in RECORD_FIELDS})
             if args.mode == "full":
-                with self.spaces.entered(who, space, "read", "load_session"):
-                    out["related"] = self._related(space, dek, row)
+                with self.spaces.entered(who, space, "read", "load_session") as at:
+                    out["related"] = self._related(at, dek, row)
         return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
 
     def _opened(self, who: Principal, space: Space, row: dict[str, Any]) -> tuple[Space, dict[str, Any]]:
@@ -293,13 +293,13 @@ class Vault:
                 raise
             return fresh, sealing.open_record(self._dek(fresh), fresh.id, row)
 
-    def _related(self, space: Space, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
+    def _related(self, at: Tenant, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
         if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
             return []
         hits = search.related(
-            self.db, space.id, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
+            self.db, at, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
-        return [answers.hit(sealing.open_record(dek, space.id, h), h) for h in hits]
+        return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in hits]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         query = args.query
@@ -314,9 +314,9 @@ class Vault:
                 " list_sessions and load_session still work"
             )
         space = self.spaces.of(who, args.workspace)
-        with self.spaces.entered(who, space, "read", "search_sessions"):
+        with self.spaces.entered(who, space, "read", "search_sessions") as at:
             hits = search.nearest(
-                self.db, space.id, vector, self.embedder.model, repo=args.repo, limit=args.max_results
+                self.db, at, vector, self.embedder.model, repo=args.repo, limit=args.max_results
             )
         found = []
         for h in hits:  # the first hit settles which key opens them all
@@ -327,8 +327,8 @@ class Vault:
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
         space = self.spaces.of(who, args.workspace)
-        with self.spaces.entered(who, space, "read", "list_sessions"):
-            rows = store.page(self.db, space.id, args.repo, args.limit + 1, after)
+        with self.spaces.entered(who, space, "read", "list_sessions") as at:
+            rows = store.page(self.db, at, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
         dek = self._dek(space) if shown else b""
         sessions = [answers.listed(dek, space.id, r, space.name) for r in shown]
@@ -344,8 +344,8 @@ class Vault:
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
         space = self.spaces.of(who, args.workspace)
-        with self.spaces.entered(who, space, "write", "delete_session"):
-            removed = deletes.delete(self.db, space.id, args.name)
+        with self.spaces.entered(who, space, "write", "delete_session") as at:
+            removed = deletes.delete(self.db, at, args.name)
         if removed is None:
             return {"deleted": False, "found": False, "hint": "no session by that name"}
         return {"deleted": True, "name": args.name, "versions_deleted": removed}

@@ -27,7 +27,7 @@ def test_each_action_declares_the_parameters_it_reads():
         "enable_user": ("user_id",),
         "delete_user": ("user_id",),
         "rotate_keys": (),
-        "rekey_users": ("user_id", "before"),
+        "rekey_users": ("user_id", "before", "workspace"),
         "create_workspace": ("workspace", "owner"),
         "add_member": ("workspace", "user_id", "role"),
         "set_member_role": ("workspace", "user_id", "role"),

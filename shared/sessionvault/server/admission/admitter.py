@@ -112,7 +112,9 @@ class Admitter:
         who = self.known.get((request.key_hash, request.resource))
         if who is None or not set(scope.split(",")) <= who.scopes:
             return None
-        return Ride(who, admission.Ride(request, who.user_id, who.wrapped_dek, scope), token)
+        ride = admission.Ride(request, who.user_id, who.wrapped_dek, scope)
+        # The call's Principal carries its admission down to the transaction it opens.
+        return Ride(replace(who, opening=ride.opening), ride, token)
 
     def settle(self, call: Ride, log: RequestLog, base: str) -> bool:
         """After the call: True when its admission admitted it (the answer may go out); False

@@ -57,15 +57,14 @@ async def ridden(
     crashed is settled too before its error goes on: a refused caller still gets the 401,
     an admitted one's audit row is marked failed."""
     held, crash = _Held(), None
-    with call.admission.aboard():
-        try:
-            await run(call.principal, held)
-        except Exception as exc:  # answered by the app's catch-all, once settled
-            crash = exc
-        except BaseException:  # cancelled (the client went away): still counted and audited
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await anyio.to_thread.run_sync(admitter.settle, call, log, base)
-            raise
+    try:  # the call's Principal carries the admission to its first transaction (admitter.ride)
+        await run(call.principal, held)
+    except Exception as exc:  # answered by the app's catch-all, once settled
+        crash = exc
+    except BaseException:  # cancelled (the client went away): still counted and audited
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(admitter.settle, call, log, base)
+        raise
     try:
         if call.admission.result is not None:  # decided in the call's own transaction: no I/O left,
             settled = admitter.settle(call, log, base)  # so no thread hop (~0.1-0.3 ms) either

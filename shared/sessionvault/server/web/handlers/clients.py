@@ -29,7 +29,7 @@ async def clients_page(gate: Gate, call: Call, send: Send) -> None:
         return
     who = signed.who
     listed = await run(lambda: gate.rt.vault.list(who, records.ListArgs(limit=SESSIONS)))
-    offered = await run(lambda: account.offers(gate.rt.db, who.user_id, limit=OFFERS))
+    offered = await run(lambda: account.offers(gate.rt.db, who, limit=OFFERS))
     now = datetime.now(UTC)
     recent = [
         o for o in offered if (at := clients.moment(o.get("offered_at"))) and now - at <= clients.WINDOW

@@ -18,6 +18,7 @@ from sessionvault.server.web.pages.layout import Chrome
 from sessionvault.server.web.pages.spaces import offers_to_you
 from sessionvault.server.web.responses import send_page
 from sessionvault.service import account, workspace_view
+from sessionvault.service.principal import Principal
 
 OFFERS = 200
 ACTIVITY_ROWS = 100
@@ -29,9 +30,9 @@ async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
     signed = await gate.required(call, send, "handoffs")
     if signed is None:
         return
-    user, key_hash = signed.who.user_id, signed.session.key_hash
+    who, key_hash = signed.who, signed.session.key_hash
     to_you = await run(lambda: workspace_view.offers_to_me(gate.rt.db, key_hash))
-    rows = await run(lambda: account.offers(gate.rt.db, user, limit=OFFERS))
+    rows = await run(lambda: account.offers(gate.rt.db, who, limit=OFFERS))
     await send_page(call, send, offers_page(signed.chrome, rows, to_you=offers_to_you(signed.chrome, to_you)))
 
 
@@ -46,13 +47,13 @@ async def _rows_page(
     call: Call,
     send: Send,
     current: str,
-    read: Callable[[str], Rows],
+    read: Callable[[Principal], Rows],
     render: Callable[[Chrome, Rows], bytes],
 ) -> None:
     """The signed-in user's rows, read off the event loop, as the page `render` makes of them."""
     signed = await gate.required(call, send, current)
     if signed is None:
         return
-    user = signed.who.user_id
-    rows = await run(lambda: read(user))
+    who = signed.who
+    rows = await run(lambda: read(who))
     await send_page(call, send, render(signed.chrome, rows))
