@@ -13,6 +13,7 @@ in the audit trail (`error_class`), never its message: messages may hold caller 
     │   ├── ProviderUnavailable     the embedding or key service did not answer
     │   ├── ScopeMissing
     │   ├── QuotaExceeded
+    │   ├── BudgetExceeded          an import larger than what the rate limit allows now
     │   ├── KeyReplaced
     │   └── DecryptionFailed
     ├── AccountError                an admin action cannot be done as asked
@@ -104,6 +105,17 @@ class QuotaExceeded(VaultError):
     error_class = "quota"
 
 
+class BudgetExceeded(VaultError):
+    """An import carries more versions than the caller's rate windows allow now: refused before
+    any work (a 429 with Retry-After), saying how many fit now and the per-minute limit."""
+
+    error_class = "rate_limit"
+
+    def __init__(self, message: str, *, retry_after_s: int, fits_now: int, per_minute: int) -> None:
+        super().__init__(message)
+        self.retry_after_s, self.fits_now, self.per_minute = retry_after_s, fits_now, per_minute
+
+
 class KeyReplaced(VaultError):
     """The user's data key was replaced (a re-key) while this save was under way."""
 
@@ -181,9 +193,10 @@ class RateLimited(UpstreamError):
 
     error_class = "rate_limit"
 
-    def __init__(self, message: str, retry_after: int | None) -> None:
+    def __init__(self, message: str, retry_after: int | None, per_minute: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.per_minute = per_minute  # an import's refusal: the per-minute limit it is taken from
 
 
 class Unavailable(UpstreamError):

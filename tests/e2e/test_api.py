@@ -12,9 +12,10 @@ import httpx2
 import jsonschema
 import pytest
 
+from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.service import accounts, portability
 
-from ..conftest import admin_db, hook_key, make_user
+from ..conftest import ServerThread, admin_db, hook_key, make_settings, make_user
 from ..support.jsonrpc import tool_result
 
 OPENAPI = json.loads((Path(__file__).parents[2] / "docs" / "openapi.json").read_text())
@@ -199,6 +200,33 @@ def test_an_export_of_a_workspace_not_yours_is_the_404_of_one_that_does_not_exis
     assert theirs.text == nowhere.text.replace(ws + "-x", ws)
     mine = api(http, server.url, owner.key, "GET", "/export", params={"workspace": ws})
     assert mine.status_code == 200 and json.loads(mine.text.splitlines()[1])["name"] == "plan"
+
+
+def test_an_import_past_the_rate_limit_is_a_429_before_any_work(pg, http) -> None:
+    """Issue 35 item 7 over HTTP, at the default limits: 429, Retry-After, how many versions fit
+    now and the per-minute limit (what `sessionvault import` paces itself by); nothing saved."""
+    rt = open_runtime(make_settings(pg, rate_per_minute=60, rate_per_day=1000), pool_size=2)
+    with ServerThread(rt) as server:
+        try:
+            _an_import_past_the_limit(server, rt, http)
+        finally:
+            rt.close()
+
+
+def _an_import_past_the_limit(server: ServerThread, runtime: Runtime, http: httpx2.Client) -> None:
+    user = make_user(runtime)
+    lines = [{"format": portability.FORMAT}]
+    lines += [
+        {"name": f"s{i}", "versions": [{"record": {"summary": f"v{v}"}} for v in range(3)]} for i in range(30)
+    ]
+    body = "\n".join(json.dumps(line) for line in lines).encode()
+    headers = {"Content-Type": "application/x-ndjson"}
+    reply = api(http, server.url, user.key, "POST", "/import", content=body, headers=headers)
+    assert reply.status_code == 429 and 1 <= int(reply.headers["retry-after"]) <= 60, reply.text
+    error = reply.json()["error"]
+    assert (error["code"], error["fits_now"], error["per_minute"]) == ("rate_limit", 60, 60)
+    listed = check(api(http, server.url, user.key, "GET", "/sessions"), "/sessions")
+    assert listed["sessions"] == []
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer sv_live_" + "x" * 32, "Basic abc"])

@@ -1,6 +1,7 @@
-"""What one request may cost (issue 27, item 3): an import is charged as one tool call per
-version it adds, one request holds a bounded number of sessions and versions, and automatic
-checkpoints, which count in no session quota, have a per-user cap of their own."""
+"""What one request may cost (issue 27 item 3, issue 35 item 7): an import is charged one tool
+call per version it carries, before any work and only when all of them fit in the caller's
+windows; one request holds a bounded number of sessions and versions; and automatic
+checkpoints, which count in no session quota, have a quota of their own."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from sessionvault.core import records
 from sessionvault.core.checkpoints import AUTO_MAX_TOTAL
-from sessionvault.errors import QuotaExceeded, ValidationFailed
+from sessionvault.errors import BudgetExceeded, QuotaExceeded, ValidationFailed
 from sessionvault.service import portability
 
 from ..conftest import admin_db, make_user
@@ -32,13 +33,38 @@ def export_of(count: int, versions: int, prefix: str = "imported") -> list[dict]
     return lines
 
 
-def test_an_import_is_charged_one_tool_call_per_version_it_adds(runtime):
+LIMITS = (60, 1000)  # the defaults: per minute, per day
+
+
+def test_an_import_is_charged_one_tool_call_per_version_it_carries(runtime):
     who = make_user(runtime)
-    done = portability.import_lines(runtime.vault, who.principal, export_of(4, 3))
+    done = portability.import_lines(runtime.vault, who.principal, export_of(4, 3), limits=LIMITS)
     assert done.versions_added == 12
     assert tool_hits(who.id) == 11  # the admission counted the request itself
-    dry = portability.import_lines(runtime.vault, who.principal, export_of(2, 2, "dry"), dry_run=True)
+    dry = portability.import_lines(
+        runtime.vault, who.principal, export_of(2, 2, "dry"), dry_run=True, limits=LIMITS
+    )
     assert (dry.versions_added, tool_hits(who.id)) == (4, 11)  # a dry run does no work: no charge
+
+
+def test_an_import_larger_than_what_remains_is_refused_before_any_work(runtime):
+    """The review: with a limit of 60 a minute, one request added 150 versions and its caller
+    was blocked only afterwards. Now the request is refused whole, nothing saved, saying how
+    many fit now and when more do; what fits is taken."""
+    who = make_user(runtime)
+    with pytest.raises(BudgetExceeded) as refused:
+        portability.import_lines(runtime.vault, who.principal, export_of(50, 3), limits=LIMITS)
+    # 61: the window's 60 calls, and the request's own, which its admission counts (not here)
+    assert (refused.value.fits_now, refused.value.per_minute) == (61, 60)
+    assert 1 <= refused.value.retry_after_s <= 60 and "61 fit now" in str(refused.value)
+    assert tool_hits(who.id) == 0  # nothing taken
+    listed = runtime.vault.list(who.principal, records.parse(records.ListArgs, {}))
+    assert listed["sessions"] == []  # and nothing saved
+    done = portability.import_lines(runtime.vault, who.principal, export_of(20, 2), limits=LIMITS)
+    assert (done.versions_added, tool_hits(who.id)) == (40, 39)
+    with pytest.raises(BudgetExceeded) as again:
+        portability.import_lines(runtime.vault, who.principal, export_of(12, 2, "more"), limits=LIMITS)
+    assert again.value.fits_now == 22  # 60 - 39 taken, and the request's own call
 
 
 def test_a_request_holds_a_bounded_number_of_sessions_and_versions():

@@ -22,7 +22,15 @@ from starlette.types import Receive, Scope, Send
 
 from sessionvault.core import records
 from sessionvault.core.apikeys import scope_hint
-from sessionvault.errors import ErrorClass, NotFound, Refused, ValidationFailed, VaultError, WorkspaceDenied
+from sessionvault.errors import (
+    BudgetExceeded,
+    ErrorClass,
+    NotFound,
+    Refused,
+    ValidationFailed,
+    VaultError,
+    WorkspaceDenied,
+)
 from sessionvault.server.edge import read_body, respond
 from sessionvault.server.text_checks import json_problem
 from sessionvault.service import account, portability
@@ -71,8 +79,8 @@ def unrouted(path: str) -> Refused:
     return Refused(404, error_body("not_found", "no such API path"), "validation")
 
 
-def error_body(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
+def error_body(code: str, message: str, extra: dict[str, Any] | None = None) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, **(extra or {})}}).encode()
 
 
 def refusal(status: int, code: str, message: str) -> Refused:
@@ -80,8 +88,9 @@ def refusal(status: int, code: str, message: str) -> Refused:
 
 
 class Api:
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, limits: tuple[int, int] | None = None) -> None:
         self.vault = vault
+        self.limits = limits  # the tool budget (per minute, per day) an import is taken from
 
     async def handle(
         self, route: Route, who: Principal, scope: Scope, receive: Receive, send: Send
@@ -103,6 +112,11 @@ class Api:
             else:
                 assert route.run is not None  # every other route has its handler
                 out = await anyio.to_thread.run_sync(route.run, self.vault, who, query)
+        except BudgetExceeded as exc:  # an import larger than what the limit allows now: no work done
+            extra = {"fits_now": exc.fits_now, "per_minute": exc.per_minute}
+            body = error_body(exc.error_class, str(exc), extra)
+            await respond(send, 429, body, {**JSON_HEADERS, "Retry-After": str(exc.retry_after_s)})
+            return exc.error_class
         except VaultError as exc:
             status = _status(exc)
             await respond(send, status, error_body(exc.error_class, str(exc)), JSON_HEADERS)
@@ -115,7 +129,7 @@ class Api:
         portability.check_request(lines)
         dry_run = query.get("dry_run") in ("1", "true")
         done = portability.import_lines(
-            self.vault, who, lines, dry_run=dry_run, workspace=query.get("workspace", "")
+            self.vault, who, lines, dry_run=dry_run, workspace=query.get("workspace", ""), limits=self.limits
         )
         return done.as_dict()
 

@@ -90,7 +90,8 @@ class SessionVaultApp:
         self.admitter = auth.Admitter(runtime)
         self.mcp = McpEndpoint(runtime, self.policy, self.failures, self.admitter)
         self.oauth = oauth_server.OAuthServer(runtime)
-        self.api = api.Api(runtime.vault)
+        limits = (runtime.settings.rate_per_minute, runtime.settings.rate_per_day)
+        self.api = api.Api(runtime.vault, limits)
         self.consent = Consent(runtime, self.failures)
         self.web = web.Web(runtime, self.failures)
         self.prefix = oauth_core.base_path(settings.public_url)  # '' unless under a path

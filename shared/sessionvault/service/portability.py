@@ -21,7 +21,7 @@ belongs to the clients that saw it then.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from sessionvault.core.records import SAVE_CONTROLS, SaveArgs, parse
 from sessionvault.db import rate_counters
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Tenant
-from sessionvault.errors import DecryptionFailed, ValidationFailed
+from sessionvault.errors import BudgetExceeded, DecryptionFailed, ValidationFailed
 from sessionvault.service import handoff
 from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record
@@ -138,20 +138,38 @@ class Imported:
 def import_lines(
     vault: Vault,
     who: Principal,
-    lines: Iterable[dict[str, Any]],
+    lines: Sequence[dict[str, Any]],
     *,
     dry_run: bool = False,
     workspace: str = "",
+    limits: tuple[int, int] | None = None,
 ) -> Imported:
-    """Bring sessions in from export lines (the header first); see the module docstring. Each
-    version added is charged as one tool call in the caller's rate windows (the admission
-    counted one): an import is as much work as that many saves."""
-    done = Imported()
-    try:
-        return _import_all(vault, who, lines, done, dry_run, vault.spaces.of(who, workspace))
-    finally:
-        if not dry_run:
-            rate_counters.charge(vault.db, who.at(), done.versions_added - 1)
+    """Bring sessions in from export lines (the header first); see the module docstring. With
+    the caller's rate `limits` (per minute, per day; the HTTP API's), each version the request
+    carries is one tool call (the admission counted one), taken from the windows before any
+    work and only if all of them fit: else BudgetExceeded says how many fit now and when."""
+    space = vault.spaces.of(who, workspace)
+    if limits is not None and not dry_run:
+        _take_budget(vault, who, lines, *limits)
+    return _import_all(vault, who, lines, Imported(), dry_run, space)
+
+
+def _take_budget(vault: Vault, who: Principal, lines: Sequence[Any], per_minute: int, per_day: int) -> None:
+    versions = (line.get("versions") for line in lines[1:] if isinstance(line, dict))
+    carried = sum(len(v) for v in versions if isinstance(v, list))
+    if carried <= 1:
+        return
+    taken = rate_counters.reserve(vault.db, who.at(), carried - 1, per_minute, per_day)
+    if not taken.taken:
+        limit = f"{per_minute} a minute" + (f", {per_day} a day" if per_day else "")
+        raise BudgetExceeded(
+            f"this import carries {carried} versions, one tool call each ({limit}); {taken.fits_now + 1}"
+            f" fit now, more in {taken.retry_after_s} s: send smaller batches (sessionvault import"
+            " paces itself) or raise the limit for a bulk move (SESSIONVAULT_RATE_PER_MINUTE/_PER_DAY)",
+            retry_after_s=taken.retry_after_s,
+            fits_now=taken.fits_now + 1,
+            per_minute=per_minute,
+        )
 
 
 # What one import request may hold: `sessionvault import` sends batches well below both.

@@ -139,7 +139,6 @@ class Vault:
     def _save(self, who: Principal, args: SaveArgs, space: Space, checkpoint: bool) -> dict[str, Any]:
         from sessionvault.core.redact import Redaction, scrub  # light; detect-secrets loads on use
 
-
         record = args.model_dump(mode="json", exclude=set(SAVE_CONTROLS))
         # Secrets out first: the preview, the embedding text, the plaintext columns (the name is
         # one, and part of the AAD) and the ciphertext all come from the scrubbed record.

@@ -171,7 +171,7 @@ def failure(api: Api, status: int, raw: bytes, response: HTTPResponse) -> Sessio
         return ScopeMissing(message)
     if status == 429:
         later = f" (try again in {retry_after} s)" if retry_after is not None else ""
-        return RateLimited(f"{api.root} is rate limiting this key{later}", retry_after)
+        return RateLimited(f"{api.root} is rate limiting this key{later}", retry_after, _per_minute(raw))
     if status == 409 or code == "quota":
         return QuotaExceeded(message)
     if code == "provider":
@@ -181,6 +181,15 @@ def failure(api: Api, status: int, raw: bytes, response: HTTPResponse) -> Sessio
     if status in (400, 404, 413):
         return ValidationFailed(message)
     return UpstreamError(f"{api.root} answered HTTP {status}: {message}")
+
+
+def _per_minute(raw: bytes) -> int | None:
+    """The per-minute limit an import's 429 names (`error.per_minute`), else None."""
+    try:
+        value = json.loads(raw)["error"]["per_minute"]
+    except (ValueError, LookupError, TypeError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
 
 
 def _error_of(raw: bytes) -> tuple[str, str]:

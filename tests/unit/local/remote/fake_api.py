@@ -84,5 +84,5 @@ class Fake:
         return Api.at(self.url, "sv_live_test")
 
 
-def error(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
+def error(code: str, message: str, **more: object) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, **more}}).encode()

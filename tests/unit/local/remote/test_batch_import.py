@@ -82,6 +82,27 @@ def test_a_rate_limited_batch_is_sent_again_after_retry_after(fake: Fake) -> Non
     assert "trying lines 2-2 again in 3 s" in said[0]
 
 
+def test_a_batch_larger_than_a_minutes_budget_goes_in_halves_each_paced(fake: Fake) -> None:
+    """Issue 35 item 7: the server refuses an import larger than what remains, before any work,
+    naming its per-minute limit; a batch that could never fit in one minute is halved, and each
+    half waits out its own Retry-After."""
+    too_big = Canned(
+        429, error("rate_limit", "this import carries 4 versions", per_minute=2), {"Retry-After": "5"}
+    )
+    api = fake.reply(
+        too_big,
+        result(2, 2),
+        Canned(429, error("rate_limit", "later", per_minute=2), {"Retry-After": "7"}),
+        result(2, 2),
+    )
+    slept: list[float] = []
+    lines = [HEADER, session("a"), session("b"), session("c"), session("d")]
+    done = batch_import.import_lines(api, lines, format_name=FORMAT, sleep=slept.append)
+    sent = [[json.loads(line)["name"] for line in s.body.splitlines()[1:]] for s in fake.seen]
+    assert sent == [["a", "b", "c", "d"], ["a", "b"], ["c", "d"], ["c", "d"]]
+    assert slept == [7] and (done.versions_added, done.lines_done, done.stopped) == (4, 5, "")
+
+
 def test_a_quota_or_a_long_wait_stops_the_import_and_says_how_far_it_got(fake: Fake, monkeypatch) -> None:
     monkeypatch.setattr(batch_import, "BATCH_VERSIONS", (1, 1, 1))
     api = fake.reply(result(), Canned(409, error("quota", "storage quota reached")))
