@@ -161,9 +161,28 @@ def test_a_killed_postgres_is_started_again_without_a_person(home: Path, key: st
         assert "after-kill" in ACKNOWLEDGED
         all_acknowledged_are_there(dev.port, key)
         log = dev.text()
-        assert "the embedded PostgreSQL is down" in log and "running again" in log
+        assert "the embedded PostgreSQL is down" in log
+        assert log.count("running again") == 1, log  # said once, when it answers (issue 35 item 9)
     finally:
         assert dev.stop() == 0, dev.text()
+
+
+def test_a_server_that_adopted_the_database_of_a_killed_one_stops_it_on_a_clean_exit(
+    home: Path, key: str
+) -> None:
+    """Issue 35 item 9: after `kill -9` of a server, the next one adopts the PostgreSQL still
+    running in its state folder; it owns it as if it had started it, so a clean exit stops it."""
+    first = Dev(home)
+    first.proc.kill()  # no clean-up at all
+    first.proc.wait(timeout=60)
+    assert embedded.running(home)  # the killed server's database outlives it
+    second = Dev(home)  # adopts it
+    try:
+        save(second.port, key, "after-adoption")
+        assert "after-adoption" in ACKNOWLEDGED
+    finally:
+        assert second.stop() == 0, second.text()
+    assert not embedded.running(home)
 
 
 def raw_request(port: int, key: str, body: bytes) -> socket.socket:

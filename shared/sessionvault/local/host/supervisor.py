@@ -12,6 +12,7 @@ do, and stops trying."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from sessionvault.local.host import embedded
 INTERVAL_S = 1.0
 ATTEMPTS = 6
 FIRST_PAUSE_S = 0.5  # then 1, 2, 4, 8: about 15 s in all before giving up
+READY_S = 5.0  # how long a started server has to answer before the attempt counts as failed
+POLL_S = 0.05
 
 
 class Supervisor:
@@ -33,10 +36,12 @@ class Supervisor:
         first_pause_s: float = FIRST_PAUSE_S,
         restart: Callable[[Path], None] = embedded.restart,
         alive: Callable[[Path], bool] = embedded.running,
+        answers: Callable[[Path], bool] = embedded.answers,
+        ready_s: float = READY_S,
     ) -> None:
         self.home, self.interval_s = home, interval_s
         self.attempts, self.first_pause_s = attempts, first_pause_s
-        self._restart, self._alive = restart, alive
+        self._restart, self._alive, self._answers, self.ready_s = restart, alive, answers, ready_s
         self.restarts = 0  # the server was started again this many times
         self.gave_up = False
         self._stop = threading.Event()
@@ -56,6 +61,14 @@ class Supervisor:
             if not self._alive(self.home) and not self._restore():
                 return
 
+    def _ready(self) -> bool:
+        """Whether the started server answers within `ready_s` (False too if the watch stops)."""
+        deadline = time.monotonic() + self.ready_s
+        while not self._answers(self.home):
+            if time.monotonic() >= deadline or self._stop.wait(POLL_S):
+                return False
+        return True
+
     def _restore(self) -> bool:
         """Start the database again; False when every attempt failed (or the server stops)."""
         log = telemetry.logger()
@@ -64,16 +77,19 @@ class Supervisor:
         for attempt in range(1, self.attempts + 1):
             try:
                 self._restart(self.home)
+                failure = None if self._ready() else "NotAnswering"
             except Exception as exc:  # pg_ctl's failure, by type: its log is in pgdata/log
+                failure = type(exc).__name__
+            if failure is not None:  # a start that returned is not yet a server that answers
                 log.warning(
                     "the embedded PostgreSQL did not start",
-                    extra={"attempt": attempt, "of": self.attempts, "failure": type(exc).__name__},
+                    extra={"attempt": attempt, "of": self.attempts, "failure": failure},
                 )
                 if self._stop.wait(pause):
                     return False
                 pause *= 2
                 continue
-            self.restarts += 1
+            self.restarts += 1  # said once, when it answers (issue 35 item 9)
             log.warning("the embedded PostgreSQL is running again", extra={"attempt": attempt})
             return True
         self.gave_up = True

@@ -34,7 +34,6 @@ class Target:
     owner_url: str = field(repr=False)  # migrations; URLs may hold passwords
     admin_url: str = field(repr=False)  # user, key and maintenance commands
     home: Path | None = None  # the embedded default's state folder
-    db_started: bool = False  # the embedded database was started for this target (not running before)
 
 
 def embedded_target(cfg: Config) -> Target:
@@ -53,7 +52,7 @@ def embedded_target(cfg: Config) -> Target:
         master_key_file=db.master_key_file,
         audit_salt=db.audit_salt,
     )
-    return Target(settings, db.owner_url, db.admin_url, cfg.state, db_started=db.started)
+    return Target(settings, db.owner_url, db.admin_url, cfg.state)
 
 
 def current(*, create: bool = True, cfg: Config | None = None) -> Target:

@@ -44,6 +44,7 @@ def supervise(db: Database, attempts: int) -> Supervisor:
         first_pause_s=0.001,
         restart=db.restart,
         alive=db.alive,
+        answers=db.alive,  # the stand-in answers once it is up
     ).start()
 
 
@@ -63,3 +64,50 @@ def test_the_attempts_are_bounded_and_giving_up_ends_the_watch() -> None:
     sup._thread.join(timeout=30)
     assert not sup._thread.is_alive()
     assert sup.gave_up and db.attempts == 4 and sup.restarts == 0
+
+
+def test_a_start_that_returns_before_the_server_answers_is_reported_once_when_it_answers() -> None:
+    """Issue 35 item 9: the start returned at once while the server did not yet take
+    connections, and "running again" was logged for each such return: one restart read as
+    three. Now a restart counts when the server answers."""
+    db = Database(failures=0)
+    answered: list[int] = []
+
+    def answers(home: Path) -> bool:
+        answered.append(1)
+        return len(answered) >= 5  # the fifth look finds it answering
+
+    sup = Supervisor(
+        Path("/nonexistent"),
+        interval_s=0.01,
+        attempts=3,
+        first_pause_s=0.001,
+        restart=db.restart,
+        alive=db.alive,
+        answers=answers,
+    ).start()
+    try:
+        until(lambda: sup.restarts == 1)
+        time.sleep(0.1)  # the database is up now: no further restart
+        assert (sup.restarts, db.attempts, len(answered)) == (1, 1, 5)
+    finally:
+        sup.stop()
+
+
+def test_a_start_that_never_answers_is_a_failed_attempt() -> None:
+    db = Database(failures=0)
+    sup = Supervisor(
+        Path("/nonexistent"),
+        interval_s=0.01,
+        attempts=2,
+        first_pause_s=0.001,
+        restart=db.restart,
+        alive=lambda home: False,
+        answers=lambda home: False,
+        ready_s=0.05,
+    ).start()
+    try:
+        until(lambda: sup.gave_up)
+        assert (sup.restarts, db.attempts) == (0, 2)
+    finally:
+        sup.stop()
