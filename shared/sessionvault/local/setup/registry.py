@@ -263,8 +263,11 @@ def config_path(client: str, *, home: Path, cwd: Path) -> Path:
 
 def quickstart(url: str, key: str | None) -> str:
     """What `make dev` prints: the two most common clients, and where to find the rest."""
-    shown = key or f"${{{KEY_ENV}}}"
-    cursor = {"mcpServers": {SERVER_NAME: {"url": url, "headers": {"Authorization": f"Bearer {shown}"}}}}
+    shown = key or f"${{{KEY_ENV}}}"  # a shell expands it when the line runs
+    # Cursor's own file, as `connect cursor` writes it: with no key to show, the reference Cursor
+    # expands (`${env:NAME}`; a bare `${NAME}` reaches the server as those very characters).
+    spec = client_spec("cursor")
+    cursor = {spec.container: {SERVER_NAME: entry(spec, url, key, use_env=key is None)}}
     return "\n".join(
         [
             "Connect your AI clients:",

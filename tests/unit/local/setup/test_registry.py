@@ -5,6 +5,7 @@ The expected values come from `documented`, written by hand from docs/clients.md
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -96,3 +97,19 @@ def test_claude_code_config_goes_to_the_repository_root(tmp_path: Path) -> None:
     outside = tmp_path / "not-a-repo"
     outside.mkdir()
     assert config_path("claude-code", home=tmp_path, cwd=outside) == outside / ".mcp.json"
+
+
+def test_the_banners_cursor_snippet_is_what_connect_cursor_writes() -> None:
+    """Issue 37 item 5: on every run after the first (no key to show), the banner wrote
+    `${SESSIONVAULT_API_KEY}`, which Cursor sends as those characters; it expands only
+    `${env:NAME}`. The banner's snippet is the registry's own entry, key or reference."""
+    from sessionvault.local.setup.registry import quickstart
+
+    url = "http://127.0.0.1:8765/mcp"
+    later = quickstart(url, None)
+    assert '"Authorization": "Bearer ${env:SESSIONVAULT_API_KEY}"' in later
+    assert json.loads(render("cursor", url, None, use_env=True))["mcpServers"]["sessionvault"]["headers"] == {
+        "Authorization": "Bearer ${env:SESSIONVAULT_API_KEY}"
+    }
+    first = quickstart(url, "sv_live_" + "k" * 32)
+    assert f'"Authorization": "Bearer sv_live_{"k" * 32}"' in first
