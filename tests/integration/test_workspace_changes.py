@@ -5,6 +5,7 @@ person who could claim it."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -14,6 +15,7 @@ from sessionvault.db import identity, workspaces
 from sessionvault.errors import AccountError, ValidationFailed
 from sessionvault.jobs import admin
 from sessionvault.runtime import open_runtime
+from sessionvault.service import accounts
 
 from ..conftest import admin_db, make_settings, make_user
 from .test_workspaces import bob_name, listed, load, new_workspace, save
@@ -114,3 +116,24 @@ def test_an_offer_names_only_a_person_who_could_claim_it(runtime):
         bob.principal, records.parse(records.LoadArgs, {"repo": REPO, "accept": True, "client": "codex"})
     )
     assert (claimed["found"], claimed["name"]) == (True, "incident")
+
+
+def test_one_naming_rule_for_people_and_workspaces_at_creation_and_lookup(runtime) -> None:
+    """Issue 35 item 5: `Team` beside `team`, a Cyrillic look-alike, a leading space and a
+    zero-width space were all accepted, and these names are shown to other people."""
+    suffix = os.urandom(3).hex()
+    made = accounts.create_user(admin_db(), runtime.keys.provider, f"team{suffix}")
+    for taken in (f"Team{suffix}", f"TEAM{suffix}"):
+        with pytest.raises(AccountError, match="already exists"):
+            accounts.create_workspace(admin_db(), runtime.keys.provider, taken, made)
+    for bad, why in (
+        (f"t\u0435am{suffix}", "mixes scripts"),
+        (f" bob{suffix}", "space"),
+        (f"bob{suffix}\u200b", "invisible"),
+    ):
+        with pytest.raises(AccountError, match=why):
+            accounts.create_user(admin_db(), runtime.keys.provider, bad)
+    wide = "".join(chr(ord(c) + 0xFEE0) if c.isalnum() else c for c in f"crew{suffix}")  # fullwidth
+    crew = accounts.create_workspace(admin_db(), runtime.keys.provider, wide, made)
+    assert workspaces.find(admin_db(), f"crew{suffix}") == workspaces.find(admin_db(), wide) == crew
+    assert identity.resolve_user(admin_db(), f"team{suffix}") == made

@@ -37,6 +37,8 @@ def cmd_user_list(args: argparse.Namespace) -> int:
     for r in act("list_users")["users"]:
         created = r["created_at"][:16]
         print(f"{r['name']:16} {r['state']:8} {r['id']}  {r['keys']} key(s)  created {created}")
+        if r.get("name_problem"):  # made before the naming rule (docs/teams.md): said, not changed
+            print(f"  note: the name {r['name']!r} breaks the naming rule: {r['name_problem']}")
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg.errors
 
+from sessionvault.core import tenant_names
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db.pool import Connection, Database
 from sessionvault.errors import AccountError
@@ -24,11 +25,26 @@ def is_uuid(value: str) -> bool:
     return True
 
 
+# People and workspaces share one namespace, unique regardless of letter case: the check and the
+# insert under one transaction-scoped lock, so two creations of `Team` and `team` cannot both pass.
+_NAME_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('sessionvault/names', 11))"
+_NAME_TAKEN = "SELECT name FROM users WHERE lower(name) = lower(%s) LIMIT 1"
+
+
+def claim_name(conn: Connection, name: str) -> None:
+    """Inside the creating transaction: AccountError when `name` is taken, whatever its case."""
+    conn.execute(_NAME_LOCK)
+    taken = conn.execute(_NAME_TAKEN, (name,)).fetchone()
+    if taken is not None:
+        raise AccountError(f"a user or workspace named {taken['name']!r} already exists (names ignore case)")
+
+
 def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey, kind: str = "person") -> None:
     """A new tenant row (a person, or a workspace: migration 0013) with its wrapped data key;
     AccountError when the name is taken (people and workspaces share one namespace)."""
     try:
         with db.identity() as conn:
+            claim_name(conn, name)
             conn.execute(
                 "INSERT INTO users (id, name, dek_wrapped, key_id, kind) VALUES (%s, %s, %s, %s, %s)",
                 (user_id, name, wrapped.blob, wrapped.key_id, kind),
@@ -38,11 +54,13 @@ def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey, kind
 
 
 def resolve_user(db: Database, user: str) -> str:
-    """A user id from an id (anything that parses as a UUID) or else a name: never both."""
+    """A user id from an id (anything that parses as a UUID) or else a name (as typed, in its
+    canonical form: core/tenant_names.py): never both."""
     column = "id" if is_uuid(user) else "name"
     with db.identity() as conn:
         row = conn.execute(
-            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'person'", (user,)
+            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'person'",
+            (tenant_names.canonical(user),),
         ).fetchone()
     if row is None:
         raise AccountError(f"no user {user!r}")

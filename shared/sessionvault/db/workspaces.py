@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg.errors
 
+from sessionvault.core import tenant_names
 from sessionvault.core.keys import WrappedKey
 from sessionvault.db import identity
 from sessionvault.db.pool import Database, Tenant
@@ -48,6 +49,7 @@ def create(db: Database, workspace_id: str, name: str, wrapped: WrappedKey, owne
     """The workspace's row, with its wrapped data key, and its first owner, in one transaction."""
     try:
         with db.identity() as conn:
+            identity.claim_name(conn, name)
             conn.execute(
                 "INSERT INTO users (id, name, dek_wrapped, key_id, kind)"
                 " VALUES (%s, %s, %s, %s, 'workspace')",
@@ -66,7 +68,8 @@ def find(db: Database, name: str) -> str:
     column = "id" if identity.is_uuid(name) else "name"
     with db.identity() as conn:
         row = conn.execute(
-            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'workspace'", (name,)
+            f"SELECT id FROM users WHERE {column}::text = %s AND kind = 'workspace'",
+            (tenant_names.canonical(name),),
         ).fetchone()
     if row is None:
         raise AccountError(f"no workspace {name!r}")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sessionvault import telemetry
-from sessionvault.core import apikeys
+from sessionvault.core import apikeys, tenant_names
 from sessionvault.core.keys import KmsKeyProvider
 from sessionvault.db import audit, identity, workspaces
 from sessionvault.errors import AccountError, ErrorClass
@@ -50,12 +50,16 @@ def create_user(rt: Runtime, event: Event) -> dict[str, Any]:
 
 @action()
 def list_users(rt: Runtime, event: Event) -> dict[str, Any]:
-    """Every user: id, name, state (active or disabled), when, and how many unrevoked keys."""
+    """Every user: id, name, state (active or disabled), when, how many unrevoked keys, and
+    `name_problem` when a name made before the naming rule breaks it (reported, not changed)."""
     rows = identity.list_users(rt.db)
     users = [
         {**_stamps(r, "created_at", "disabled_at"), "state": "disabled" if r["disabled_at"] else "active"}
         for r in rows
     ]
+    for user, why in zip(users, tenant_names.problems([r["name"] for r in rows]), strict=True):
+        if why:
+            user["name_problem"] = why
     return {"users": users}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from sessionvault.core import apikeys
+from sessionvault.core import apikeys, tenant_names
 from sessionvault.core.keys import KeyProvider
 from sessionvault.db import identity, workspaces
 from sessionvault.db.pool import Database
@@ -17,6 +17,7 @@ def create_user(db: Database, provider: KeyProvider, name: str) -> str:
     """A new user named `name`, with a fresh data key wrapped by `provider`: their id."""
     if identity.is_uuid(name):  # a name that reads as an id would make lookups ambiguous
         raise AccountError("a user name cannot be a UUID; pick a name such as alice")
+    name = _checked(name, "user")
     user_id = str(uuid.uuid4())
     _dek, wrapped = provider.generate_data_key(user_id)
     identity.insert_user(db, user_id, name, wrapped)
@@ -49,7 +50,17 @@ def create_workspace(db: Database, provider: KeyProvider, name: str, owner_id: s
     the workspace's id) and `owner_id` as its first owner: its id."""
     if identity.is_uuid(name):
         raise AccountError("a workspace name cannot be a UUID; pick a name such as platform-team")
+    name = _checked(name, "workspace")
     workspace_id = str(uuid.uuid4())
     _dek, wrapped = provider.generate_data_key(workspace_id)
     workspaces.create(db, workspace_id, name, wrapped, owner_id)
     return workspace_id
+
+
+def _checked(name: str, what: str) -> str:
+    """`name` in its canonical form, or AccountError saying why the rule refuses it
+    (core/tenant_names.py; uniqueness regardless of case is checked where the row is written)."""
+    why = tenant_names.problem(name)
+    if why:
+        raise AccountError(f"{what} name {name!r} refused: {why}")
+    return tenant_names.canonical(name)
