@@ -225,3 +225,15 @@ def test_a_workspace_exports_and_imports_as_a_space_of_its_own(runtime, team):
     assert load(vault, alice, name="one")["found"] is False  # not into the personal space
     with pytest.raises(WorkspaceDenied):
         list(portability.export_lines(vault, carol.principal, ws))
+
+
+def test_a_model_learns_its_workspaces_and_its_role_from_the_first_personal_listing(team):
+    """Issue 37 item 3: a model had to be told workspace names by hand. The first page of the
+    personal listing names each workspace the caller belongs to and the role there (in the
+    listing's own flight); a workspace's own listing and later pages do not repeat them."""
+    vault, alice, bob, carol, ws = team
+    assert listed(vault, bob)["workspaces"] == [{"name": ws, "role": "member"}]
+    assert "workspaces" not in listed(vault, carol)  # belongs to none
+    assert "workspaces" not in listed(vault, bob, workspace=ws)
+    with pytest.raises(WorkspaceDenied, match="list_sessions without a workspace names yours"):
+        listed(vault, carol, workspace=ws)

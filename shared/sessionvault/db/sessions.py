@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sessionvault.db.pool import Connection, Cursor, Database, Tenant
-from sessionvault.db.workspaces import ELSEWHERE
+from sessionvault.db.workspaces import ELSEWHERE, MINE
 
 Row = dict[str, Any]
 
@@ -166,16 +166,27 @@ def page(db: Database, at: Tenant, repo: str, limit: int, after: tuple[datetime,
     """Newest first, keyset-paginated on (updated_at, id): a save between pages cannot make a
     page repeat rows. A session saved again meanwhile moves to the front, so this pass skips
     it and the next listing from the top shows it first."""
-    user_id = at.space
-    before_at, before_id = after or (None, None)
-    params = {
-        "user_id": user_id,
-        "repo": repo,
-        "limit": limit,
-        "before_at": before_at,
-        "before_id": before_id,
-    }
+    params = _page_params(at, repo, limit, after)
     return db.in_tenant(at, lambda conn: conn.execute(_PAGE, params), idempotent=True).fetchall()
+
+
+def _page_params(at: Tenant, repo: str, limit: int, after: tuple[datetime, str] | None) -> dict[str, Any]:
+    before_at, before_id = after or (None, None)
+    return {"user_id": at.space, "repo": repo, "limit": limit, "before_at": before_at, "before_id": before_id}
+
+
+def page_and_spaces(
+    db: Database, at: Tenant, repo: str, limit: int, after: tuple[datetime, str] | None
+) -> tuple[list[Row], list[Row]]:
+    """`page` of the caller's personal space, and in the same flight the workspaces the caller
+    belongs to (id, name, role): what a model needs to name one."""
+    params = _page_params(at, repo, limit, after)
+
+    def work(conn: Connection) -> tuple[Cursor, Cursor]:
+        return conn.execute(_PAGE, params), conn.execute(MINE)
+
+    rows, spaces = db.in_tenant(at, work, idempotent=True)
+    return rows.fetchall(), spaces.fetchall()
 
 
 def iso(ts: datetime) -> str:

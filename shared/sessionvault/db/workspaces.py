@@ -20,7 +20,7 @@ Row = dict[str, Any]
 ROLES = ("owner", "member", "reader")
 
 _RESOLVE = "SELECT id::text AS id, dek_wrapped, key_id, role FROM sessionvault_workspace(%s)"
-_MINE = "SELECT id::text AS id, name, role FROM sessionvault_my_workspaces()"
+MINE = "SELECT id::text AS id, name, role FROM sessionvault_my_workspaces()"
 ELSEWHERE = "SELECT space::text AS space, name, offered_at FROM sessionvault_newest_offer_elsewhere(%s, %s)"
 _OFFER_TARGET = "SELECT id::text AS id, role, disabled FROM sessionvault_offer_target(%s)"
 
@@ -33,7 +33,7 @@ def resolve(db: Database, caller: Tenant, name: str) -> Row | None:
 
 def mine(db: Database, caller: Tenant) -> list[Row]:
     """Every workspace the caller belongs to: id, name, role."""
-    return list(db.in_tenant(caller, lambda conn: conn.execute(_MINE), idempotent=True))
+    return list(db.in_tenant(caller, lambda conn: conn.execute(MINE), idempotent=True))
 
 
 def offer_target(db: Database, space: Tenant, name: str) -> Row | None:

@@ -103,4 +103,4 @@ def _no_such(name: str, access: str, role: str | None = None) -> str:
     if role and role.startswith("denied:"):
         held = role.removeprefix("denied:")
         return f"your role in workspace {name!r} is {held}: it cannot {VERBS.get(access, access)} it"
-    return f"no workspace named {name!r} that you belong to (sessionvault workspace list shows yours)"
+    return f"no workspace named {name!r} that you belong to (list_sessions without a workspace names yours)"

@@ -326,8 +326,12 @@ class Vault:
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
         space = self.spaces.of(who, args.workspace)
+        mine: list[dict[str, Any]] | None = None
         with self.spaces.entered(who, space, "read", "list_sessions") as at:
-            rows = store.page(self.db, at, args.repo, args.limit + 1, after)
+            if space.name or after is not None:
+                rows = store.page(self.db, at, args.repo, args.limit + 1, after)
+            else:  # the first page of the personal space also names the caller's workspaces
+                rows, mine = store.page_and_spaces(self.db, at, args.repo, args.limit + 1, after)
         shown = rows[: args.limit]
         dek = self._dek(space) if shown else b""
         sessions = [answers.listed(dek, space.id, r, space.name) for r in shown]
@@ -336,10 +340,13 @@ class Vault:
             if fresh is not None:
                 sessions = [answers.listed(self._dek(fresh), fresh.id, r, fresh.name) for r in shown]
         more = len(rows) > args.limit
-        return {
+        out: dict[str, Any] = {
             "sessions": sessions,
             "next_cursor": encode_cursor(shown[-1]["updated_at"], shown[-1]["id"]) if more else "",
         }
+        if mine:  # a model learns the names it may pass as `workspace`, and what it may do there
+            out["workspaces"] = [{"name": r["name"], "role": r["role"]} for r in mine]
+        return out
 
     def delete(self, who: Principal, args: DeleteArgs) -> dict[str, Any]:
         space = self.spaces.of(who, args.workspace)

@@ -92,7 +92,7 @@ def offers_to_me(db: Database, key_hash: bytes, limit: int = 100) -> list[Row]:
 
 def not_yours(workspace: str) -> WorkspaceDenied:
     return WorkspaceDenied(
-        None, f"no workspace named {workspace!r} that you belong to (sessionvault workspace list shows yours)"
+        None, f"no workspace named {workspace!r} that you belong to (the Workspaces page lists yours)"
     )
 
 

@@ -107,7 +107,9 @@ TOOLS = [
     ),
     ToolSpec(
         "list_sessions",
-        "List saved sessions, newest first, with a short preview.",
+        "List saved sessions, newest first, with a short preview. Without a workspace, the first"
+        " page also names the workspaces you belong to and your role in each (pass one as"
+        " workspace to list, load, search or save there).",
         records.ListArgs,
         Vault.list,
         "read",
