@@ -35,8 +35,8 @@ def run(capsys, *argv):
 
 def test_users_and_keys_in_local_mode(local, capsys):
     assert run(capsys, "migrate")[1].strip() == "up to date"  # the embedded start migrated already
-    code, user_id, _ = run(capsys, "user", "create", "carol")
-    assert code == 0 and len(user_id.strip()) == 36
+    code, said, _ = run(capsys, "user", "create", "carol")
+    assert code == 0 and said.startswith("Created user carol (id ") and "key create --user carol" in said
     assert run(capsys, "user", "create", "carol")[0] == 2  # a clear error, not a traceback
     code, key, _ = run(capsys, "key", "create", "--user", "carol", "--label", "laptop")
     key = key.strip()
@@ -171,12 +171,14 @@ def test_a_disabled_users_keys_are_listed_as_disabled_until_enabled(local, capsy
     key = run(capsys, "key", "create", "--user", "frank", "--label", "desk")[1].strip()
     assert run(capsys, "user", "disable", "frank") == (0, "disabled\n", "")
     row = run(capsys, "key", "list", "--user", "frank")[1]
+    assert row.splitlines()[0].split() == ["KEY", "STATE", "USER", "SCOPES", "LAST", "USED", "LABEL"]
     assert key[:12] in row and "disabled" in row and "active" not in row
     listed = admin_json(capsys, "list_keys", "user=frank")[1]["keys"]
     assert [(k["prefix"], k["state"]) for k in listed] == [(key[:12], "disabled")]
     users = {u["name"]: u for u in admin_json(capsys, "list_users")[1]["users"]}
     assert users["frank"]["state"] == "disabled" and users["frank"]["keys"] == 1
     table = run(capsys, "user", "list")[1]
+    assert table.splitlines()[0].split() == ["USER", "STATE", "ID", "KEYS", "CREATED"]  # a header row
     frank = next(line for line in table.splitlines() if line.startswith("frank "))
     assert "disabled" in frank and users["frank"]["id"] in frank
     assert run(capsys, "user", "enable", "frank") == (0, "enabled\n", "")

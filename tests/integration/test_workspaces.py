@@ -231,7 +231,7 @@ def test_a_model_learns_its_workspaces_and_its_role_from_the_first_personal_list
     """Issue 37 item 3: a model had to be told workspace names by hand. The first page of the
     personal listing names each workspace the caller belongs to and the role there (in the
     listing's own flight); a workspace's own listing and later pages do not repeat them."""
-    vault, alice, bob, carol, ws = team
+    vault, _, bob, carol, ws = team
     assert listed(vault, bob)["workspaces"] == [{"name": ws, "role": "member"}]
     assert "workspaces" not in listed(vault, carol)  # belongs to none
     assert "workspaces" not in listed(vault, bob, workspace=ws)

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from sessionvault.cli.terminal import table
 from sessionvault.errors import AccountError, ConfigError
 from sessionvault.names import LOCAL_USER
 
@@ -29,16 +30,19 @@ def act(action: str, **params: Any) -> dict[str, Any]:
 
 
 def cmd_user_create(args: argparse.Namespace) -> int:
-    print(act("create_user", name=args.name)["user_id"])
+    user_id = act("create_user", name=args.name)["user_id"]
+    print(f"Created user {args.name} (id {user_id}).")
+    print(f"Give them a key: sessionvault key create --user {args.name}")
     return 0
 
 
 def cmd_user_list(args: argparse.Namespace) -> int:
-    for r in act("list_users")["users"]:
-        created = r["created_at"][:16]
-        print(f"{r['name']:16} {r['state']:8} {r['id']}  {r['keys']} key(s)  created {created}")
-        if r.get("name_problem"):  # made before the naming rule (docs/teams.md): said, not changed
-            print(f"  note: the name {r['name']!r} breaks the naming rule: {r['name_problem']}")
+    users = act("list_users")["users"]
+    rows = [(r["name"], r["state"], r["id"], str(r["keys"]), r["created_at"][:16]) for r in users]
+    print(table(["USER", "STATE", "ID", "KEYS", "CREATED"], rows))
+    for r in users:  # names made before the naming rule (docs/teams.md): said, not changed
+        if r.get("name_problem"):
+            print(f"note: the name {r['name']!r} breaks the naming rule: {r['name_problem']}")
     return 0
 
 
@@ -95,11 +99,18 @@ def cmd_key_create(args: argparse.Namespace) -> int:
 
 
 def cmd_key_list(args: argparse.Namespace) -> int:
-    for r in act("list_keys", user=args.user)["keys"]:
-        state = r["state"]  # revoked, disabled (the user is) or active
-        used = r["last_used_at"][:16] if r["last_used_at"] else "never"
-        scopes = ",".join(r["scopes"])
-        print(f"{r['prefix']}...  {state:8} {r['user']:12} {scopes:17} last used {used:17} {r['label']}")
+    rows = [
+        (  # state: revoked, disabled (the user is) or active
+            f"{r['prefix']}...",
+            r["state"],
+            r["user"],
+            ",".join(r["scopes"]),
+            r["last_used_at"][:16] if r["last_used_at"] else "never",
+            r["label"],
+        )
+        for r in act("list_keys", user=args.user)["keys"]
+    ]
+    print(table(["KEY", "STATE", "USER", "SCOPES", "LAST USED", "LABEL"], rows))
     return 0
 
 

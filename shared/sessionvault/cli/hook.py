@@ -15,6 +15,14 @@ from sessionvault.local.config import URL_HELP
 from sessionvault.local.hook import session_start as context
 from sessionvault.names import URL_ENV
 
+# `sessionvault hook --help` is answered by the fast path (`main`), not the full parser: one text.
+DESCRIPTION = (
+    "Commands that AI clients run as hooks, never by hand: session-start prints the repo's last"
+    " handoff as the new session's context, checkpoint saves an automatic checkpoint from the"
+    " client's transcript. Install them with `sessionvault connect <client> --hooks`; the hooks"
+    " send their own key (the checkpoint scope) from the state folder's hooks.key."
+)
+
 
 def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = events.add_parser(
@@ -42,12 +50,7 @@ def _add_events(events: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `sessionvault hook session-start [--client] [--url]`."""
-    p = subparsers.add_parser(
-        "hook",
-        help="commands that AI clients run as hooks",
-        description="Commands that AI clients run as hooks; install them with "
-        "`sessionvault connect <client> --apply --hooks`.",
-    )
+    p = subparsers.add_parser("hook", help="commands that AI clients run as hooks", description=DESCRIPTION)
     _add_events(p.add_subparsers(dest="event", required=True, metavar="event"))
 
 
@@ -90,7 +93,7 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`sessionvault hook ...` on its own: main(["session-start", "--client", "gemini"])."""
-    parser = argparse.ArgumentParser(prog="sessionvault hook")
+    parser = argparse.ArgumentParser(prog="sessionvault hook", description=DESCRIPTION)
     _add_events(parser.add_subparsers(dest="event", required=True, metavar="event"))
     args = parser.parse_args(argv)
     code: int = args.func(args)

@@ -143,3 +143,14 @@ def test_a_nested_command_says_what_it_does_on_its_own_help_page(capsys: pytest.
     with pytest.raises(SystemExit):
         main.parser().parse_args(["dev", "--help"])
     assert "the address to listen on" in capsys.readouterr().out
+
+
+def test_hook_help_on_its_fast_path_says_what_the_hooks_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37 item 7: `sessionvault hook --help` (answered before the full parser is built)
+    had no description."""
+    from sessionvault.cli import hook
+
+    with pytest.raises(SystemExit):
+        hook.main(["--help"])
+    page = capsys.readouterr().out
+    assert page.split("\n\n")[1].strip().startswith("Commands that AI clients run as hooks"), page
