@@ -19,16 +19,13 @@ import math
 import re
 from collections import Counter
 
-from sessionvault.core.secret_patterns import is_placeholder, marker
+from sessionvault.core.secret_commands import COMMANDS
+from sessionvault.core.secret_patterns import CMD_END, QUOTED, VALUE, is_placeholder, marker
 
 _WORD = (
     r"(?:pass(?:wd|word|wort|phrase)?|pwd|secret|token|key|credentials?|auth|cookie|session(?:id)?"
     r"|sid|dsn|sig(?:nature)?)"
 )
-_QUOTED = r"\\?(?P<q>[\"'`])(?P<quoted>[^\"'`\n\\]{1,500})\\?(?P=q)"
-_BARE = r"(?P<bare>[^\s\"'`,;<>|\\]{1,500})"
-_VALUE = rf"(?:{_QUOTED}|{_BARE})"
-_CMD_END = r"[^\n|;&]{0,300}?"  # the rest of one command, bounded
 
 # kind -> pattern. A pattern's `key` group (when it has one) is judged for strength; without
 # one the context itself names a secret (strong).
@@ -43,7 +40,7 @@ CONTEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"(?i)(?<![\w.-])(?P<key>[\w.-]{{0,60}}?{_WORD}(?:[_.-](?:base|value|val|data|string|str))?)"
             r"(?:\\?[\"'])?\]?"
-            rf"[ \t]{{0,3}}(?P<op>:=|=>|=(?!=\s)|:)[ \t]{{0,40}}{_VALUE}"
+            rf"[ \t]{{0,3}}(?P<op>:=|=>|=(?!=\s)|:)[ \t]{{0,40}}{VALUE}"
         ),
     ),
     (
@@ -51,46 +48,46 @@ CONTEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
         "secret_flag",
         re.compile(
             r"(?<![\w-])--?(?!no-)(?P<key>(?:[a-z][a-z0-9_-]{0,40}?)?(?:pass(?:wd|word|phrase)?|pwd|token|secret"
-            rf"|api-?key|access-key|secret-key|private-key|auth-key|credentials?))(?:=|[ \t]+){_VALUE}"
+            rf"|api-?key|access-key|secret-key|private-key|auth-key|credentials?))(?:=|[ \t]+){VALUE}"
         ),
     ),
     (
         "url_password",
         re.compile(
-            rf"(?<![\w-])(?:curl|wget|http|https|xh){_CMD_END}"
-            rf"\s(?:-u|--user|--proxy-user)\s*[\"']?[^\s:\"']+:{_VALUE}"
+            rf"(?<![\w-])(?:curl|wget|http|https|xh){CMD_END}"
+            rf"\s(?:-u|--user|--proxy-user)\s*[\"']?[^\s:\"']+:{VALUE}"
         ),
     ),
     (
         "secret_flag",
         re.compile(
-            rf"(?<![\w-])(?:mysql\w*|mariadb[\w-]*){_CMD_END}\s-p(?:{_QUOTED}|(?P<bare>[^\s\"'|;&-][^\s\"'|;&]*))"
+            rf"(?<![\w-])(?:mysql\w*|mariadb[\w-]*){CMD_END}\s-p(?:{QUOTED}|(?P<bare>[^\s\"'|;&-][^\s\"'|;&]*))"
         ),
     ),
-    ("secret_flag", re.compile(rf"(?<![\w-])sqlcmd{_CMD_END}\s-P\s*{_VALUE}")),
+    ("secret_flag", re.compile(rf"(?<![\w-])sqlcmd{CMD_END}\s-P\s*{VALUE}")),
     (
         "secret_flag",
         re.compile(
             r"(?<![\w-])(?:(?:docker|podman|buildah|skopeo|nerdctl|helm|oras|az|oc|cf)\s(?:\S+\s+){0,3}?login"
-            rf"|twine\s+upload)\b{_CMD_END}\s-p\s+{_VALUE}"
+            rf"|twine\s+upload)\b{CMD_END}\s-p\s+{VALUE}"
         ),
     ),
     (
         "secret_flag",
         re.compile(
-            rf"(?<![\w-])(?:sshpass\s+-p\s*|redis-cli{_CMD_END}\s-a\s+|mongo\w*{_CMD_END}\s-p\s+){_VALUE}"
+            rf"(?<![\w-])(?:sshpass\s+-p\s*|redis-cli{CMD_END}\s-a\s+|mongo\w*{CMD_END}\s-p\s+){VALUE}"
         ),
     ),
-    ("secret_flag", re.compile(rf"(?<![\w-])-pass(?:in|out)\s+pass:{_VALUE}")),
-    ("secret_flag", re.compile(rf"(?<![\w-])htpasswd\s+(?=[^\n]*-\w*b)(?:-\w+\s+)+\S+\s+\S+\s+{_VALUE}")),
-    ("secret_flag", re.compile(rf"(?<![\w-])aws\s+configure\s+set\s+(?P<key>[\w.]+)\s+{_VALUE}")),
-    ("secret_assignment", re.compile(rf"(?i)\bdefine\(\s*[\"'](?P<key>\w+)[\"']\s*,\s*{_VALUE}")),  # PHP
+    ("secret_flag", re.compile(rf"(?<![\w-])-pass(?:in|out)\s+pass:{VALUE}")),
+    ("secret_flag", re.compile(rf"(?<![\w-])htpasswd\s+(?=[^\n]*-\w*b)(?:-\w+\s+)+\S+\s+\S+\s+{VALUE}")),
+    ("secret_flag", re.compile(rf"(?<![\w-])aws\s+configure\s+set\s+(?P<key>[\w.]+)\s+{VALUE}")),
+    ("secret_assignment", re.compile(rf"(?i)\bdefine\(\s*[\"'](?P<key>\w+)[\"']\s*,\s*{VALUE}")),  # PHP
     # "the db password is ...": prose, so the value must look like a password (`_prose`)
     (
         "secret_prose",
         re.compile(
             r"(?i)\b(?P<key>password|passphrase|passwd|pwd|api key|token|secret)"
-            rf"\s+(?:is|was)\s*:?\s+{_VALUE}"
+            rf"\s+(?:is|was)\s*:?\s+{VALUE}"
         ),
     ),
     (
@@ -103,11 +100,12 @@ CONTEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
     # .netrc's "password <value>" (on the machine line or on a line of its own), .pgpass
     (
         "secret_assignment",
-        re.compile(rf"(?im)(?:\bmachine\s{_CMD_END}|^[ \t]*)\b(?:password|passwd)[ \t]+{_VALUE}[ \t]*$"),
+        re.compile(rf"(?im)(?:\bmachine\s{CMD_END}|^[ \t]*)\b(?:password|passwd)[ \t]+{VALUE}[ \t]*$"),
     ),
     ("secret_assignment", re.compile(r"(?m)^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:(?P<bare>(?:\\:|[^:\s])+)$")),
-    ("secret_assignment", re.compile(rf"(?m)^\s*ENV\s+(?P<key>\w+)[ \t]+{_VALUE}")),  # Dockerfile
-    ("secret_assignment", re.compile(rf"(?i)<(?P<key>[\w:.-]{{0,40}}?{_WORD})>(?P<bare>[^<\n]{{1,500}})</")),
+    ("secret_assignment", re.compile(rf"(?m)^\s*ENV\s+(?P<key>\w+)[ \t]+{VALUE}")),  # Dockerfile
+    ("secret_assignment", re.compile(rf"(?i)<(?P<key>[\w:.-]{{0,40}}?{_WORD})>(?P<bare>[^<\n]{{1,4000}})</")),
+    *COMMANDS,
 )
 
 _STRONG = ("password", "passwd", "passwort", "passphrase", "pwd", "secret", "token", "credential")
@@ -212,10 +210,10 @@ def _trimmed(match: re.Match[str], value: str, kind: str) -> str:
     """A bare value without what follows it but is not part of it: closing brackets it did not
     open (`connect(password=x)`), a query's next parameter (`?token=x&page=2`), a full stop."""
     if "key" in match.groupdict() and match.start("key") > 0 and match.string[match.start("key") - 1] in "?&":
-        value = re.split(r"[&#]", value, maxsplit=1)[0]
+        value = value.split("&", 1)[0]  # a `#` typed in a password is part of it: gone too
     while value and value[-1] in _CLOSERS and value.count(value[-1]) > value.count(_CLOSERS[value[-1]]):
         value = value[:-1]
-    return value.rstrip(".") if kind == "secret_prose" else value
+    return value.rstrip(".") if kind in ("secret_prose", "secret_login") else value
 
 
 def _strength(key: str) -> int:
@@ -239,8 +237,8 @@ def _is_secret(kind: str, match: re.Match[str], value: str, quoted: bool, streng
     value = value.strip()
     if looks_fake(value) or set(value) <= set("*x•."):
         return False
-    if kind == "secret_prose":  # "the password is ...": only what no word looks like
-        return any(not c.isalpha() for c in value) and len(value) >= 6
+    if kind in ("secret_prose", "secret_login"):  # "the password is ...": what no word looks like
+        return any(not c.isalpha() for c in value) and len(value) >= 6 and "://" not in value
     if kind == "secret_word" and match.group("key").lower().startswith("pass"):
         return _password_like(value)  # "# passphrase Orbit7023*velvet"
     if kind == "secret_word":  # "invalid token <value>": only what is random, and not a digest

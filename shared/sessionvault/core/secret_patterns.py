@@ -8,6 +8,15 @@ from __future__ import annotations
 import base64
 import re
 
+# A value after its key or flag, as the context patterns (secret_context, secret_commands) take
+# it: quoted (any but a newline and the quote) or bare (to the next space or delimiter), up to
+# 4,000 characters: a session token can be 1,200 (AWS_SESSION_TOKEN), and a cut one keeps its
+# tail (the review of issue 35 found a 517-character tail kept at the old 500).
+QUOTED = r"\\?(?P<q>[\"'`])(?P<quoted>[^\"'`\n\\]{1,4000})\\?(?P=q)"
+BARE = r"(?P<bare>[^\s\"'`,;<>|\\]{1,4000})"
+VALUE = rf"(?:{QUOTED}|{BARE})"
+CMD_END = r"[^\n|;&]{0,300}?"  # the rest of one command, bounded
+
 MARKER = "[REDACTED:{kind}]"
 MARKER_START = "[REDACTED:"
 _ENV_REFERENCE = re.compile(r"\$\{?[A-Z_][A-Z0-9_]*\}?|%[A-Z_][A-Z0-9_]*%")
@@ -143,9 +152,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sessionvault_token", re.compile(r"\bsv_(?:at|rt)_[A-Za-z0-9_-]{16,}")),  # OAuth (core/oauth.py)
     (
         # scheme://user:password@host -- only the password goes. The user part has no "/",
-        # so "https://host:443/@scope/pkg" is a plain URL.
+        # so "https://host:443/@scope/pkg" is a plain URL; it may hold "@" (Mailgun's SMTP user
+        # is `postmaster@mg.example.com`), the password runs to the last "@" before the host.
         "url_password",
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:@]*:(?P<secret>[^\s/@]+)@"),
+        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s/:]*:(?P<secret>[^\s/@]+)@"),
     ),
     (
         "authorization_header",
@@ -207,10 +217,17 @@ def apply_pattern(text: str, kind: str, pattern: re.Pattern[str], kinds: list[st
     return pattern.sub(replace, text)
 
 
+# Keys that are public by design, made to sit in a web page: Stripe's publishable keys.
+PUBLIC_BY_DESIGN = ("pk_live_", "pk_test_")
+
+
 def is_placeholder(secret: str) -> bool:
-    """Not a secret but a stand-in for one: a marker, REDACTED, ***, ${VAR}, $VAR, {var}, <var>.
-    (`$ecretP4ss` is not: only an environment-variable-like `$NAME` counts.)"""
+    """Not a secret but a stand-in for one: a marker, REDACTED, ***, ${VAR}, $VAR, {var}, <var>;
+    or a key public by design (PUBLIC_BY_DESIGN). (`$ecretP4ss` is not: only an
+    environment-variable-like `$NAME` counts.)"""
     if secret.startswith(MARKER_START) or secret.strip("[]<>*\"'").upper() == "REDACTED":
+        return True
+    if secret.startswith(PUBLIC_BY_DESIGN):
         return True
     if not set(secret) - set("*xX•.-_"):
         return True
