@@ -26,9 +26,9 @@ from sessionvault.local.data import export_files
 from sessionvault.local.host import target
 from sessionvault.local.remote import api_client, batch_import
 from sessionvault.local.remote.transport import Api
-from sessionvault.service import portability
+from sessionvault.service import accounts, portability
 
-from ..conftest import make_user
+from ..conftest import admin_db, make_user
 from .test_api import save
 
 REPO = "github.com/acme/widget"
@@ -496,3 +496,24 @@ def test_without_importers_a_source_that_is_not_one_says_what_is(capsys, monkeyp
     )  # import fails: ModuleNotFoundError
     code, _, err = run(capsys, "import", "basic-memory", "x")
     assert code == 2 and "no source 'basic-memory'" in err and "claude-code" in err and "ndjson" in err
+
+
+def test_export_and_import_take_a_workspace(capsys, server, runtime, history, tmp_path) -> None:
+    """Issue 37 item 8: the API took `workspace` for export and import, the CLI did not."""
+    team = f"crew-{os.urandom(3).hex()}"
+    accounts.create_workspace(admin_db(), runtime.keys.provider, team, history.id)
+    exported = tmp_path / "mine.ndjson"
+    assert sv(capsys, server, history.key, "export", "--out", str(exported))[0] == 0
+    code, out, err = sv(capsys, server, history.key, "import", "ndjson", str(exported), "--workspace", team)
+    assert (code, out) == (0, f"{exported}: 2 session(s), 4 version(s) added, 0 already there\n"), err
+    theirs = tmp_path / "team.ndjson"
+    code, _, err = sv(capsys, server, history.key, "export", "--workspace", team, "--out", str(theirs))
+    assert code == 0 and "exported 2 session(s), 4 version(s)" in err
+
+    def summaries(path: Path) -> dict[str, list[str]]:
+        lines = [json.loads(line) for line in path.read_text().splitlines()[1:-1]]
+        return {line["name"]: [v["record"]["summary"] for v in line["versions"]] for line in lines}
+
+    assert summaries(theirs) == summaries(exported)  # the same sessions, now in the workspace
+    code, _, err = sv(capsys, server, history.key, "export", "--workspace", team + "-not-mine")
+    assert code != 0 and "no workspace named" in err

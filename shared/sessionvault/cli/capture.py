@@ -77,6 +77,12 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         " what it would add",
     )
     i.add_argument("--json", action="store_true", help="ndjson and importers: print the result as JSON")
+    i.add_argument(
+        "--workspace",
+        default="",
+        metavar="NAME",
+        help="ndjson and importers: into a workspace you may write to (default: your own sessions)",
+    )
     i.set_defaults(func=_run_import)
 
 
@@ -224,7 +230,13 @@ def _send(args: argparse.Namespace, lines: Iterable[bytes], where: str) -> int:
     shown = Progress(where, on=sys.stderr.isatty())
     try:
         done = batch_import.import_lines(
-            api, lines, format_name=FORMAT, dry_run=args.dry_run, waiting=shown.note, progress=shown.show
+            api,
+            lines,
+            format_name=FORMAT,
+            dry_run=args.dry_run,
+            workspace=args.workspace,
+            waiting=shown.note,
+            progress=shown.show,
         )
     finally:
         shown.clear()  # before any other line: the summary, or the error that stopped it

@@ -181,7 +181,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not markdown and args.dir is not None:
         raise ConfigError("--dir is for --format markdown; NDJSON goes to --out FILE (or stdout)")
     api = api_for(args.url, args.key)
-    lines = export_files.checked(client.export(api), FORMAT)
+    lines = export_files.checked(client.export(api, args.workspace), FORMAT)
     if markdown:
         sessions, versions = export_files.write_markdown(Path(args.dir), lines)
         where = str(args.dir)
@@ -268,6 +268,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     e.add_argument(
         "--dir", default=None, metavar="DIR", help="Markdown: one file per session, and index.md, in DIR"
+    )
+    e.add_argument(
+        "--workspace",
+        default="",
+        metavar="NAME",
+        help="a workspace you belong to (default: your own sessions)",
     )
     e.set_defaults(func=cmd_export)
 

@@ -68,10 +68,11 @@ def list_handoffs(api: Api, *, repo: str = "", state: str = "", limit: int = 50)
     )
 
 
-def export(api: Api) -> Iterator[bytes]:
-    """GET /export: the NDJSON export, line by line as it streams in (each line ends in
-    b"\\n"); the connection is closed when the iterator is."""
-    conn, response = open_call(api, "GET", "/export", {}, timeout=TIMEOUT_S)
+def export(api: Api, workspace: str = "") -> Iterator[bytes]:
+    """GET /export: the NDJSON export (of `workspace`, else the personal space), line by line as
+    it streams in (each line ends in b"\\n"); the connection is closed when the iterator is."""
+    query = {"workspace": workspace} if workspace else {}
+    conn, response = open_call(api, "GET", "/export", query, timeout=TIMEOUT_S)
     try:
         if response.status != 200:
             raise failure(api, response.status, read_answer(response), response)
@@ -83,9 +84,11 @@ def export(api: Api) -> Iterator[bytes]:
         conn.close()
 
 
-def import_export(api: Api, body: bytes, *, dry_run: bool = False) -> ImportResult:
-    """POST /import: an export document (its header line first); idempotent. `dry_run`: what
-    it would add, saving nothing."""
-    query = {"dry_run": 1} if dry_run else {}
+def import_export(api: Api, body: bytes, *, dry_run: bool = False, workspace: str = "") -> ImportResult:
+    """POST /import: an export document (its header line first), into `workspace` or the personal
+    space; idempotent. `dry_run`: what it would add, saving nothing."""
+    query: dict[str, object] = {"dry_run": 1} if dry_run else {}
+    if workspace:
+        query["workspace"] = workspace
     out = call_json(api, "POST", "/import", query, body=body, content_type=NDJSON, timeout=IMPORT_TIMEOUT_S)
     return cast(ImportResult, out)

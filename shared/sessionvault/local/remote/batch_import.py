@@ -13,9 +13,11 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sessionvault.errors import RateLimited, SessionVaultError, Unavailable, ValidationFailed
+from sessionvault.local.remote.answers import ImportResult
 from sessionvault.local.remote.api_client import import_export
 from sessionvault.local.remote.transport import Api
 
@@ -59,6 +61,7 @@ def import_lines(
     *,
     format_name: str,
     dry_run: bool = False,
+    workspace: str = "",
     sleep: Callable[[float], None] = time.sleep,
     waiting: Callable[[str], None] = lambda _message: None,
     progress: Callable[[ImportTotals, int], None] = lambda _done, _line: None,
@@ -78,6 +81,7 @@ def import_lines(
     before it; else the input is not a whole export (`incomplete` says so), though what it
     holds is imported."""
     done = ImportTotals()
+    post = partial(import_export, api, dry_run=dry_run, workspace=workspace)  # one batch, sent
     numbered = ((n, raw) for n, raw in enumerate(lines, start=1) if raw.strip())
     first = next(numbered, None)
     header = _header(first, format_name)
@@ -89,7 +93,7 @@ def import_lines(
         try:
             parsed = json.loads(raw)
         except (ValueError, RecursionError):
-            if batch and not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
+            if batch and not _send(post, header, batch, done, sleep, waiting, progress):
                 return done
             done.stopped = (
                 f"line {number} is not JSON (a truncated or corrupted file?): imported the lines"
@@ -108,13 +112,13 @@ def import_lines(
         )
         if batch and (size + len(raw) > BATCH_BYTES or versions + count > most):
             started = time.monotonic()
-            if not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
+            if not _send(post, header, batch, done, sleep, waiting, progress):
                 return done
             most = _next_size(most, versions, time.monotonic() - started)
             batch, size, versions = [], 0, 0
         batch.append((number, raw.rstrip(b"\r\n")))
         size, versions = size + len(raw), versions + count
-    if batch and not _send(api, header, batch, dry_run, done, sleep, waiting, progress):
+    if batch and not _send(post, header, batch, done, sleep, waiting, progress):
         return done
     done.incomplete = _incomplete(seen, end)
     if not done.incomplete:
@@ -188,10 +192,9 @@ def _next_size(most: int, versions: int, took_s: float) -> int:
 
 
 def _send(
-    api: Api,
+    post: Callable[[bytes], ImportResult],
     header: bytes,
     batch: list[tuple[int, bytes]],
-    dry_run: bool,
     done: ImportTotals,
     sleep: Callable[[float], None],
     waiting: Callable[[str], None],
@@ -203,7 +206,7 @@ def _send(
     progress(done, batch[-1][0])
     for attempt in range(RETRIES + 1):
         try:
-            result = import_export(api, body, dry_run=dry_run)
+            result = post(body)
             break
         except (RateLimited, Unavailable) as exc:
             limit = exc.per_minute if isinstance(exc, RateLimited) else None
@@ -212,7 +215,7 @@ def _send(
                 # the versions it carries, before the work): in halves, each paced on its own.
                 half = len(batch) // 2
                 return all(
-                    _send(api, header, part, dry_run, done, sleep, waiting, progress)
+                    _send(post, header, part, done, sleep, waiting, progress)
                     for part in (batch[:half], batch[half:])
                 )
             wait = exc.retry_after if exc.retry_after is not None else 2**attempt
