@@ -36,7 +36,8 @@ def claim_name(conn: Connection, name: str) -> None:
     conn.execute(_NAME_LOCK)
     taken = conn.execute(_NAME_TAKEN, (name,)).fetchone()
     if taken is not None:
-        raise AccountError(f"a user or workspace named {taken['name']!r} already exists (names ignore case)")
+        # The answer ends "already exists", as deploy reads it (local/deploy/stack.py USER_EXISTS).
+        raise AccountError(f"a user or workspace named {taken['name']!r} (names ignore case) already exists")
 
 
 def insert_user(db: Database, user_id: str, name: str, wrapped: WrappedKey, kind: str = "person") -> None:
