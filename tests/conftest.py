@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sessionvault.core import apikeys
 from sessionvault.core.keys import WrappedKey
+from sessionvault.db import admission
 from sessionvault.db.pool import Database
 from sessionvault.local.host import embedded
 from sessionvault.runtime import Runtime, open_runtime
@@ -153,7 +154,24 @@ def make_user(
     key, _ = accounts.create_key(admin, user_id, label, scopes)
     with admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
-    return User(user_id, key, Principal(user_id, WrappedKey.from_row(row)))
+    return User(user_id, key, Principal(user_id, WrappedKey.from_row(row), proof=proof_of(rt, key)))
+
+
+def proof_of(rt: Runtime, key: str) -> str:
+    """The database's proof of the key's user (migration 0020), as an admission mints it for a
+    call: what lets a test's Principal work on the serving role directly (for 60 s)."""
+    limits = admission.Limits(10**9, 0)
+    admitted = admission.admit(
+        rt.db,
+        apikeys.digest(key),
+        "protocol",
+        limits,
+        request_id="test",
+        tool="test",
+        ip_hash=None,
+        ua_hash=None,
+    )
+    return admitted.proof
 
 
 def hook_key(user: User, label: str = "hooks") -> str:

@@ -8,6 +8,7 @@ that the tool series keep their one dimension."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -32,6 +33,8 @@ class RequestLog:
     latency_ms: int = 0
     audit_id: int | None = None  # the row admission wrote; None: the request never got that far
     admitted: bool = False
+    # the admission's proof of the caller (the audit row's outcome is written with it): never logged
+    proof: str = dataclasses.field(default="", repr=False)
 
     @property
     def outcome(self) -> str:

@@ -26,8 +26,11 @@ from sessionvault.errors import SessionVaultError
 
 Budget = Literal["tool", "protocol"]
 
-_ADMIT = "SELECT * FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-_ADMIT_AS = "SELECT * FROM sessionvault_admit_as(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+# The tenant's proof (migration 0020) is read back from the setting the function just made, in
+# the same statement: the function runs to its end before the select list is computed.
+_PROOF = "current_setting('app.user_id', true) AS proof"
+_ADMIT = f"SELECT *, {_PROOF} FROM sessionvault_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_ADMIT_AS = f"SELECT *, {_PROOF} FROM sessionvault_admit_as(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 # A ride that needs the read scope alone writes only bookkeeping: the admission's own rows
 # (rate-limit window, audit row), which an admission on its own commits without waiting for the
 # WAL flush (0008), and, reading a workspace, its `workspace_access` row. `sessionvault_admit_as`
@@ -55,6 +58,9 @@ class Admission:
     limit: int = 0
     retry_after_s: int = 0
     audit_id: int | None = None
+    # The database's proof of the caller for this call's transactions (migration 0020): a
+    # credential as much as the key, never logged; "" when not admitted.
+    proof: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -135,6 +141,7 @@ def _admission(row: dict[str, Any] | None) -> Admission:
         limit=row["window_limit"] or 0,
         retry_after_s=row["retry_after"] or 0,
         audit_id=row["audit_id"],
+        proof=(row.get("proof") or "") if row["status"] == "ok" else "",
     )
 
 

@@ -29,7 +29,7 @@ def finish(db: Database, user_id: str, audit_id: int, log: RequestLog) -> None:
     """The admitted call failed after all: record its error class and latency on its row.
     The row was written at the call's admission, moments ago: bounding its time lets the
     planner look in the newest day's partitions only, not probe every day's index for the id."""
-    with db.tenant(user_id) as conn:
+    with db.tenant(user_id, log.proof) as conn:
         conn.execute(_FINISH, (log.error_class, log.latency_ms, audit_id))
 
 

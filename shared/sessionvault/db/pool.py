@@ -76,6 +76,16 @@ class Tenant:
     space: str
     opening: Opening | None = field(default=None, compare=False)
     entry: Entering | None = field(default=None, compare=False)
+    # The database's proof of the caller (migration 0020), from the call's admission: what a
+    # serving-path transaction sets as its tenant. None for jobs, which set the plain id.
+    proof: str | None = field(default=None, compare=False, repr=False)
+
+    def setting(self, caller: str) -> str:
+        """What the transaction sets `app.user_id` to, opening as `caller`: the freshest proof
+        of the call (its riding admission's, once that committed, else the admission's), or
+        the plain id where there is none (a job's role; the serving role's RLS refuses it)."""
+        answer = self.opening.answer if self.opening is not None and self.opening.done else None
+        return str((answer or {}).get("proof") or self.proof or caller)
 
 
 _ENTER = "SELECT sessionvault_enter_workspace(%s, %s, %s) AS role"
@@ -161,12 +171,13 @@ class Database:
         return _Attempt(at, work).run(self.pool)
 
     @contextmanager
-    def tenant(self, user_id: UUID | str) -> Iterator[Connection]:
+    def tenant(self, user_id: UUID | str, proof: str = "") -> Iterator[Connection]:
         """A pipelined transaction in which RLS sees only `user_id`'s rows (the setting dies
-        with it). Fetch results after the block to keep the whole transaction one flight."""
+        with it): by the plain id for the job roles, by the call's `proof` on the serving path.
+        Fetch results after the block to keep the whole transaction one flight."""
         with self.pool.connection() as conn, conn.pipeline():
             conn.execute("BEGIN")
-            conn.execute(_SET_TENANT, (str(user_id),))
+            conn.execute(_SET_TENANT, (proof or str(user_id),))
             yield conn
             conn.execute("COMMIT")
 
@@ -202,7 +213,7 @@ class _Attempt(Generic[T]):
                 self.conn = conn
                 conn.execute("BEGIN")
                 if ride is None:
-                    conn.execute(_SET_TENANT, (tenant,))
+                    conn.execute(_SET_TENANT, (self.at.setting(tenant),))
                 else:
                     admitted = conn.execute(ride.sql, ride.params)
                 if enter is not None:

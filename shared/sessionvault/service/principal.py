@@ -27,8 +27,11 @@ class Principal:
     # This call's admission, when it rides on the call's first transaction (db.admission.Ride):
     # set per call by the server, never remembered between calls.
     opening: Opening | None = field(default=None, compare=False, repr=False)
+    # The database's proof of this caller (migration 0020), from the admission: the serving
+    # role's transactions set it as their tenant. "" for internal callers on a job's role.
+    proof: str = field(default="", compare=False, repr=False)
 
     def at(self, space: str = "", entry: Entering | None = None) -> Tenant:
         """A transaction of this call in `space` (default: the caller's own), entering it as
         `entry` says when it is a workspace."""
-        return Tenant(space or self.user_id, self.opening, entry)
+        return Tenant(space or self.user_id, self.opening, entry, self.proof or None)

@@ -142,7 +142,8 @@ class Admitter:
         if result.status == "ok" and result.user_id is not None and result.wrapped_dek is not None:
             log.admitted = True
             credential = apikeys.display_prefix(token) if apikeys.looks_like_key(token) else "oauth"
-            who = Principal(result.user_id, result.wrapped_dek, result.scopes, credential)
+            who = Principal(result.user_id, result.wrapped_dek, result.scopes, credential, proof=result.proof)
+            log.proof = result.proof
             self.known.put(known, who)
             return who
         # Forgotten when rate-limited too: while the limit lasts, a call is refused by its

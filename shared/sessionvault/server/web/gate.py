@@ -56,7 +56,7 @@ class Gate:
             log.auth_reason = result.status
             return None
         log.admitted = True
-        return Principal(result.user_id, result.wrapped_dek, result.scopes, "web")
+        return Principal(result.user_id, result.wrapped_dek, result.scopes, "web", proof=result.proof)
 
     async def signed_in(self, call: Call, current: str) -> SignedIn | None:
         value = call.jar.get(call.cookies.session, "")
