@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
+import psycopg
 import pytest
 import uvicorn
 from mcp import Client
@@ -24,7 +25,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sessionvault.core import apikeys
 from sessionvault.core.keys import WrappedKey
-from sessionvault.db import admission
 from sessionvault.db.pool import Database
 from sessionvault.local.host import embedded
 from sessionvault.runtime import Runtime, open_runtime
@@ -80,13 +80,16 @@ def pg() -> Iterator[embedded.Embedded]:
     home = Path(tempfile.mkdtemp(prefix="sessionvault-test-"))
     db = embedded.start(home)
     ADMIN_DB.append(Database(db.admin_url, max_size=4))
+    OWNER_URL.append(db.owner_url)
     yield db
+    OWNER_URL.pop()
     ADMIN_DB.pop().close()
     embedded.stop(home)
     shutil.rmtree(home, ignore_errors=True)
 
 
 ADMIN_DB: list[Database] = []  # the admin role's pool, while the `pg` fixture is up
+OWNER_URL: list[str] = []  # the owner's URL, likewise: tests mint tenant proofs with it
 MASTER_KEY = base64.b64encode(os.urandom(32)).decode()  # one per run: every local runtime shares it
 
 
@@ -154,24 +157,17 @@ def make_user(
     key, _ = accounts.create_key(admin, user_id, label, scopes)
     with admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
-    return User(user_id, key, Principal(user_id, WrappedKey.from_row(row), proof=proof_of(rt, key)))
+    return User(user_id, key, Principal(user_id, WrappedKey.from_row(row), proof=proof_for(user_id)))
 
 
-def proof_of(rt: Runtime, key: str) -> str:
-    """The database's proof of the key's user (migration 0020), as an admission mints it for a
-    call: what lets a test's Principal work on the serving role directly (for 60 s)."""
-    limits = admission.Limits(10**9, 0)
-    admitted = admission.admit(
-        rt.db,
-        apikeys.digest(key),
-        "protocol",
-        limits,
-        request_id="test",
-        tool="test",
-        ip_hash=None,
-        ua_hash=None,
-    )
-    return admitted.proof
+def proof_for(user_id: str) -> str:
+    """The database's proof of `user_id` (migration 0020), minted as the owner (an admission
+    mints it for a real call, after it verified the key): what lets a test's Principal work on
+    the serving role directly, for the proof's 60 s, with no audit row or rate-limit count."""
+    with psycopg.connect(OWNER_URL[-1]) as conn:
+        row = conn.execute("SELECT sessionvault_mint_proof(%s)", (user_id,)).fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def hook_key(user: User, label: str = "hooks") -> str:

@@ -12,11 +12,11 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from sessionvault.core import records
-from sessionvault.db import workspaces
+from sessionvault.core import apikeys, records
+from sessionvault.db import admission, workspaces
 from sessionvault.service import accounts
 
-from ..conftest import admin_db, make_user, proof_of
+from ..conftest import admin_db, make_user
 
 
 def save(runtime, user, name: str, summary: str) -> None:
@@ -150,7 +150,18 @@ def test_rotating_the_key_under_load_fails_no_call(pg, runtime, victim) -> None:
                 admin.execute("SELECT sessionvault_rotate_proof_key()")
                 time.sleep(0.2)
         assert as_app(pg, before, "SELECT count(*) AS n FROM sessions")[0]["n"] == 1  # still valid
-        fresh = proof_of(runtime, victim.key)
+        limits = admission.Limits(10**6, 0)
+        admitted = admission.admit(
+            runtime.db,
+            apikeys.digest(victim.key),
+            "protocol",
+            limits,
+            request_id="t",
+            tool="t",
+            ip_hash=None,
+            ua_hash=None,
+        )
+        fresh = admitted.proof
         assert fresh.split(".")[3] != before.split(".")[3]  # minted under the new key
     finally:
         stop.set()

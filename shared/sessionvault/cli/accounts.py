@@ -172,7 +172,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sp.add_argument(
         "action",
         help="create_user, list_users, create_key, list_keys, revoke_key, disable_user, enable_user,"
-        " delete_user, rotate_keys, rekey_users, create_workspace, add_member, set_member_role,"
+        " delete_user, rotate_keys, rotate_proof_key, rekey_users, create_workspace, add_member,"
+        " set_member_role,"
         " remove_member, list_members, list_workspaces, delete_workspace; or the whole event as one"
         " JSON object,"
         ' e.g. \'{"action": "list_keys", "user": "alice"}\'',

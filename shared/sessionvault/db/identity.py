@@ -207,3 +207,11 @@ def users_keyed_before(db: Database, moment: datetime) -> list[str]:
             "SELECT id::text AS id FROM users WHERE dek_created_at < %s ORDER BY id", (moment,)
         ).fetchall()
     return [r["id"] for r in rows]
+
+
+def rotate_proof_key(db: Database) -> int:
+    """A new key for the tenant proofs (migration 0020; the old one verifies 2 minutes more):
+    its id. For the admin role, which may call it; the serving role may not."""
+    with db.identity() as conn:
+        row = conn.execute("SELECT sessionvault_rotate_proof_key() AS id").fetchone()
+    return int(row["id"]) if row else 0

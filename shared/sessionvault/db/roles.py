@@ -56,6 +56,17 @@ def check_unprivileged(conn: psycopg.Connection, role: str) -> None:
         raise ProvisionFailed(
             f"the role {role} is a superuser, has BYPASSRLS or is the owner: refusing to let it log in"
         )
+    if role == APP_ROLE:  # the tenant proofs' keys and minting are the database's alone (0020)
+        privileges = conn.execute(
+            "SELECT has_table_privilege(%s, 'tenant_proof_keys', 'SELECT'),"
+            " has_function_privilege(%s, 'sessionvault_mint_proof(uuid)', 'EXECUTE')",
+            (role, role),
+        ).fetchone()
+        reads, mints = privileges if privileges else (True, True)
+        if reads or mints:
+            raise ProvisionFailed(
+                f"the role {role} can read the tenant proofs' keys or mint a proof: refusing"
+            )
 
 
 def set_login_password(conn: psycopg.Connection, role: str, password: str) -> None:

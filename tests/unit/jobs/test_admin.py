@@ -26,6 +26,7 @@ def test_each_action_declares_the_parameters_it_reads():
         "disable_user": ("user_id",),
         "enable_user": ("user_id",),
         "delete_user": ("user_id",),
+        "rotate_proof_key": (),
         "rotate_keys": (),
         "rekey_users": ("user_id", "before", "workspace"),
         "create_workspace": ("workspace", "owner"),
