@@ -160,11 +160,11 @@ def make_user(
     return User(user_id, key, Principal(user_id, WrappedKey.from_row(row), proof=proof_for(user_id)))
 
 
-def proof_for(user_id: str) -> str:
+def proof_for(user_id: str, owner_url: str = "") -> str:
     """The database's proof of `user_id` (migration 0020), minted as the owner (an admission
     mints it for a real call, after it verified the key): what lets a test's Principal work on
     the serving role directly, for the proof's 60 s, with no audit row or rate-limit count."""
-    with psycopg.connect(OWNER_URL[-1]) as conn:
+    with psycopg.connect(owner_url or OWNER_URL[-1]) as conn:
         row = conn.execute("SELECT sessionvault_mint_proof(%s)", (user_id,)).fetchone()
     assert row is not None
     return str(row[0])

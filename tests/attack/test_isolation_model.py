@@ -26,7 +26,7 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.mcp import tools
 from sessionvault.service.vault import embedding_text
 
-from ..conftest import ServerThread, User
+from ..conftest import ServerThread, User, proof_for
 from .conftest import DERANDOMIZE, GENERATED, attack_settings, scaled
 from .support import PROTOCOL_VERSION
 
@@ -147,7 +147,7 @@ def check_tables(sql: Sql, tenants: list[Tenant]) -> None:
     assert stored == sum(len(t.sessions) for t in tenants)  # what the checks below must find
     for tenant in tenants:
         uid = tenant.user.id
-        app.execute("SELECT set_config('app.user_id', %s, false)", (uid,))
+        app.execute("SELECT set_config('app.user_id', %s, false)", (proof_for(uid),))  # the database's proof
         heads, versions, orphans, hits, audited, *owners = app.execute(seen_as_tenant).fetchone()
         for table, found in zip(tables, owners, strict=True):
             assert set(found) <= {uid}, (table, uid, found)

@@ -33,7 +33,7 @@ from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.service import accounts, portability
 from sessionvault.service.principal import Principal
 
-from ..conftest import ServerThread, hook_key, make_settings, make_user
+from ..conftest import ServerThread, hook_key, make_settings, make_user, proof_for
 from ..support.jsonrpc import tool_result
 from .test_api import save
 
@@ -48,6 +48,7 @@ class Deployment:
     server: ServerThread
     runtime: Runtime
     admin: Database
+    owner_url: str
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def deployed() -> Iterator[Deployment]:
     rt = open_runtime(make_settings(db, master_key=OTHER_MASTER_KEY))
     try:
         with ServerThread(rt) as server:
-            yield Deployment(server, rt, admin)
+            yield Deployment(server, rt, admin, db.owner_url)
     finally:
         rt.close()
         admin.close()
@@ -73,7 +74,7 @@ def deployed_user(d: Deployment) -> tuple[str, Principal]:
     key, _ = accounts.create_key(d.admin, user_id, "laptop", ("read", "write", "delete", "checkpoint"))
     with d.admin.identity() as conn:
         row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user_id,)).fetchone()
-    return key, Principal(user_id, WrappedKey.from_row(row))
+    return key, Principal(user_id, WrappedKey.from_row(row), proof=proof_for(user_id, d.owner_url))
 
 
 def move(state: Path, local_url: str, local_key: str, deployed_url: str, deployed_key: str) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def test_raw_select_in_a_tenant_transaction_sees_only_that_tenant(runtime):
     _save(runtime, alice.principal, "alice-plan")
     _save(runtime, bob.principal, "bob-plan")
     for who, mine in ((alice, "alice-plan"), (bob, "bob-plan")):
-        with runtime.db.tenant(who.id) as conn:
+        with runtime.db.tenant(who.id, who.principal.proof) as conn:
             rows = conn.execute("SELECT * FROM sessions").fetchall()
             assert [r["name"] for r in rows] == [mine]
             assert {r["user_id"] for r in conn.execute("SELECT * FROM session_versions").fetchall()} == {
@@ -68,7 +68,7 @@ def test_the_app_role_cannot_write_into_another_tenant(runtime):
     alice, bob = make_user(runtime), make_user(runtime)
     # A tenant transaction is pipelined: the refusal surfaces when the block's flight returns.
     refused = pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security")
-    with refused, runtime.db.tenant(alice.id) as conn:
+    with refused, runtime.db.tenant(alice.id, alice.principal.proof) as conn:
         conn.execute(
             "INSERT INTO sessions (user_id, name, preview, version) VALUES (%s, 'planted', '', 1)",
             (bob.id,),
@@ -115,7 +115,10 @@ def test_the_app_role_cannot_mint_users_or_keys_or_erase_the_audit_trail(runtime
         ("UPDATE audit_events SET tool = 'x' WHERE user_id = %s", (who.id,)),
     ]
     for sql, params in forbidden:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege), runtime.db.tenant(who.id) as conn:
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+            runtime.db.tenant(who.id, who.principal.proof) as conn,
+        ):
             conn.execute(sql, params)
 
 

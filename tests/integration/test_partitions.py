@@ -211,8 +211,13 @@ def test_the_serving_role_writes_and_reads_through_the_partitioned_tables(fresh:
         conn.execute("ALTER ROLE sessionvault_app LOGIN")
         who, other = (str(_user(conn, f"u{secrets.token_hex(3)}")) for _ in range(2))
     app = _app_url(fresh)
+    with psycopg.connect(fresh.superuser) as conn:  # the database's proofs (0020), as an admission mints them
+        proofs = {
+            u: str(conn.execute("SELECT sessionvault_mint_proof(%s)", (u,)).fetchone()[0])
+            for u in (who, other)
+        }  # type: ignore[index]
     with psycopg.connect(app) as conn:
-        conn.execute("SELECT set_config('app.user_id', %s, true)", (who,))
+        conn.execute("SELECT set_config('app.user_id', %s, true)", (proofs[who],))
         conn.execute(
             "INSERT INTO rate_counters AS c (user_id, budget, span, slot, hits)"
             " VALUES (%s, 'tool', 'minute', date_bin('5 seconds', now(), timestamptz 'epoch'), 1)"
@@ -240,7 +245,7 @@ def test_the_serving_role_writes_and_reads_through_the_partitioned_tables(fresh:
         counter = conn.execute("SELECT tableoid::regclass::text FROM rate_counters WHERE user_id = %s", [who])
         assert counter.fetchall() == [(f"rate_counters_p{today}",)]
     with psycopg.connect(app) as conn:
-        conn.execute("SELECT set_config('app.user_id', %s, true)", (other,))
+        conn.execute("SELECT set_config('app.user_id', %s, true)", (proofs[other],))
         assert conn.execute("SELECT count(*) FROM audit_events").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM rate_counters").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):

@@ -65,7 +65,7 @@ def test_a_check_reads_a_bounded_number_of_counter_rows_whatever_the_volume(runt
     who = make_user(runtime)
     for _ in range(300):
         admit(runtime.db, who, Limits(10_000, 100_000))
-    with runtime.db.tenant(who.id) as conn:
+    with runtime.db.tenant(who.id, who.principal.proof) as conn:
         cur = conn.execute(
             "SELECT count(*) AS n, sum(hits) AS hits FROM rate_counters WHERE user_id = %s", (who.id,)
         )

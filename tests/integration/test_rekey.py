@@ -17,7 +17,7 @@ from sessionvault.jobs import rekey
 from sessionvault.runtime import open_runtime
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user
+from ..conftest import admin_db, make_settings, make_user, proof_for
 
 
 def save(rt, who, **fields):
@@ -36,7 +36,7 @@ def admin_rt(pg):
 
 
 def current(user_id: str) -> Principal:
-    return Principal(user_id, identity.wrapped_key(admin_db(), user_id))
+    return Principal(user_id, identity.wrapped_key(admin_db(), user_id), proof=proof_for(user_id))
 
 
 def test_rekeying_a_user_keeps_every_version_readable_under_a_new_key(runtime, admin_rt, pg):
@@ -69,7 +69,7 @@ def test_rekeying_a_user_keeps_every_version_readable_under_a_new_key(runtime, a
         ).fetchall()
     assert not set(before) & set(after)  # every ciphertext changed
     with pytest.raises(DecryptionFailed):  # the old key opens nothing any more
-        load(runtime, Principal(who.id, old), name="plan")
+        load(runtime, Principal(who.id, old, proof=proof_for(who.id)), name="plan")
 
 
 def test_a_save_that_read_the_old_key_before_a_rekey_is_refused_not_written_under_it(runtime, admin_rt):

@@ -15,7 +15,7 @@ from sessionvault.runtime import open_runtime
 from sessionvault.service import sealing
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user
+from ..conftest import admin_db, make_settings, make_user, proof_for
 from .test_sealing import as_saved_before_0012
 
 SUMMARY = "Half done: the token refresh path is wired, the retry on 401 is not; " + "x" * 80
@@ -201,7 +201,7 @@ def test_rekeying_reseals_sealed_previews_and_seals_plaintext_ones(runtime, admi
     after = heads(pg, who.id)
     assert all(preview == "" and sealed is not None for preview, sealed in after.values())
     assert after["sealed"][1] != old_sealed
-    fresh = Principal(who.id, identity.wrapped_key(admin_db(), who.id))
+    fresh = Principal(who.id, identity.wrapped_key(admin_db(), who.id), proof=proof_for(who.id))
     shown = listed(runtime, fresh)
     assert {s["preview"] for s in shown.values()} == {SUMMARY[:120]}
     assert all(s["client"] == "cursor" and not s.get("unverified") for s in shown.values())

@@ -18,7 +18,7 @@ from sessionvault.runtime import open_runtime
 from sessionvault.service import portability, sealing
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user
+from ..conftest import admin_db, make_settings, make_user, proof_for
 
 
 def save(rt, who, **fields):
@@ -119,7 +119,7 @@ def test_rekeying_keeps_versions_of_both_formats_readable(runtime, admin_rt):
     as_saved_before_0012(runtime, who, "old")
     save(runtime, who.principal, name="new", summary="after", client="cursor")
     assert rekey.rekey_user(admin_rt, who.id) == 2
-    fresh = Principal(who.id, identity.wrapped_key(admin_db(), who.id))
+    fresh = Principal(who.id, identity.wrapped_key(admin_db(), who.id), proof=proof_for(who.id))
     assert load(runtime, fresh, name="old")["summary"] == "before"
     assert load(runtime, fresh, name="new")["summary"] == "after"
     assert all(not s.get("unverified") for s in listed(runtime, fresh).values())
@@ -161,8 +161,8 @@ def test_a_save_run_twice_with_the_same_sealed_version_stores_it_once(runtime):
     head = saves.Head("twice", "", "p", "", None, None)
     version = sealing.seal(dek, who.id, {"name": "twice", "summary": "s", "saved_at": "x"}, head)
     policy = saves.Policy(keep_previous=20)
-    first = saves.save(runtime.db, Tenant(who.id), head, version, policy)
-    again = saves.save(runtime.db, Tenant(who.id), head, version, policy)
+    first = saves.save(runtime.db, Tenant(who.id, proof=proof_for(who.id)), head, version, policy)
+    again = saves.save(runtime.db, Tenant(who.id, proof=proof_for(who.id)), head, version, policy)
     assert (again["id"], again["version"]) == (first["id"], first["version"]) == (again["id"], 1)
-    assert saves.usage(runtime.db, Tenant(who.id))["bytes"] == version.size
-    assert sessions.versions_of(runtime.db, Tenant(who.id), "twice") == [1]
+    assert saves.usage(runtime.db, Tenant(who.id, proof=proof_for(who.id)))["bytes"] == version.size
+    assert sessions.versions_of(runtime.db, Tenant(who.id, proof=proof_for(who.id)), "twice") == [1]

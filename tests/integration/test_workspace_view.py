@@ -37,7 +37,9 @@ def new_workspace(runtime, owner: User, *members: tuple[User, str]) -> str:
 
 def web(user: User, scopes: tuple[str, ...] = ("read", "write", "delete")) -> tuple[Principal, bytes]:
     """The principal and key hash a web sign-in with this user's key (of `scopes`) would carry."""
-    return Principal(user.id, user.principal.wrapped_dek, frozenset(scopes), "web"), apikeys.digest(user.key)
+    return Principal(
+        user.id, user.principal.wrapped_dek, frozenset(scopes), "web", proof=user.principal.proof
+    ), apikeys.digest(user.key)
 
 
 def save(runtime, who: User, **fields):
@@ -134,7 +136,13 @@ def test_a_change_needs_the_delete_scope_in_the_database_too(runtime, team):
     alice, bob, _, ws = team
     key, _ = accounts.create_key(admin_db(), alice.id, "no-delete", ("read", "write"))
     assert web_spaces.remove_member(runtime.db, apikeys.digest(key), ws, name_of(bob))[0] == "scope"
-    who = Principal(alice.id, alice.principal.wrapped_dek, frozenset({"read", "write"}), "web")
+    who = Principal(
+        alice.id,
+        alice.principal.wrapped_dek,
+        frozenset({"read", "write"}),
+        "web",
+        proof=alice.principal.proof,
+    )
     with pytest.raises(ScopeMissing, match="delete"):
         workspace_view.change(runtime.db, who, apikeys.digest(key), ws, "remove", name_of(bob), "")
     assert len(workspaces.members(admin_db(), workspaces.find(admin_db(), ws))) == 2

@@ -34,7 +34,8 @@ def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
     assert admin.handler({"action": "drop_tables"}, CTX) == {
         "ok": False,
         "error": "unknown action; one of: create_user, list_users, create_key, list_keys, revoke_key, "
-        "disable_user, enable_user, delete_user, rotate_keys, rekey_users, create_workspace, add_member,"
+        "disable_user, enable_user, delete_user, rotate_proof_key, rotate_keys, rekey_users, create_workspace,"
+        " add_member,"
         " set_member_role, remove_member, list_members, list_workspaces, delete_workspace",
     }
 
@@ -204,7 +205,7 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, maint_r
     first = maintenance.reembed(maint_runtime, batch=2)
     assert first["embedded"] == 2
     maintenance.reembed(maint_runtime, batch=50)
-    with local_runtime.db.tenant(who.user_id) as conn:
+    with local_runtime.db.tenant(who.user_id, who.proof) as conn:
         assert conn.execute("SELECT count(*) AS n FROM sessions WHERE embedding IS NULL").fetchone()["n"] == 0
     hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "graphql"}))
     assert len(hits["results"]) == 3
@@ -225,7 +226,7 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, mai
     assert maintenance.reembed(broken, batch=1)["failed"] == 1
     offline.save(who, records.parse(records.SaveArgs, {"name": "fine", "summary": "kafka consumer lag"}))
     assert maintenance.reembed(maint_runtime, batch=1)["embedded"] == 1  # not spent on the poison row
-    with local_runtime.db.tenant(who.user_id) as conn:
+    with local_runtime.db.tenant(who.user_id, who.proof) as conn:
         rows = conn.execute(
             "SELECT name, embedding IS NOT NULL AS has, embed_failures,"
             " embed_retry_at > now() + interval '9 minutes' AS backing_off FROM sessions"

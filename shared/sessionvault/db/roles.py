@@ -58,8 +58,9 @@ def check_unprivileged(conn: psycopg.Connection, role: str) -> None:
         )
     if role == APP_ROLE:  # the tenant proofs' keys and minting are the database's alone (0020)
         privileges = conn.execute(
-            "SELECT has_table_privilege(%s, 'tenant_proof_keys', 'SELECT'),"
-            " has_function_privilege(%s, 'sessionvault_mint_proof(uuid)', 'EXECUTE')",
+            # NULL before migration 0020 made them (a deploy that applies older migrations first)
+            "SELECT has_table_privilege(%s, to_regclass('public.tenant_proof_keys'), 'SELECT'),"
+            " has_function_privilege(%s, to_regprocedure('public.sessionvault_mint_proof(uuid)'), 'EXECUTE')",
             (role, role),
         ).fetchone()
         reads, mints = privileges if privileges else (True, True)

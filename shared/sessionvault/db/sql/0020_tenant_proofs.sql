@@ -35,6 +35,10 @@ BEGIN
     END IF;
 END $$;
 GRANT USAGE ON SCHEMA public TO sessionvault_proofs;
+-- Replacing sessionvault_enter_workspace and granting on sessionvault_key need their owners'
+-- rights (a migration owner need not be a superuser: RDS); given back at the end.
+GRANT sessionvault_spaces TO CURRENT_USER;
+GRANT sessionvault_oauth TO CURRENT_USER;
 
 CREATE TABLE tenant_proof_keys (
     id         integer PRIMARY KEY GENERATED ALWAYS AS IDENTITY,
@@ -278,3 +282,5 @@ REVOKE ALL ON FUNCTION sessionvault_enter_key_tenant(bytea, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sessionvault_enter_key_tenant(bytea, text) TO sessionvault_app;
 GRANT EXECUTE ON FUNCTION app_current_user_id() TO PUBLIC;
 REVOKE sessionvault_proofs FROM CURRENT_USER;
+REVOKE sessionvault_spaces FROM CURRENT_USER;
+REVOKE sessionvault_oauth FROM CURRENT_USER;

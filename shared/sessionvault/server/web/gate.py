@@ -55,7 +55,7 @@ class Gate:
         if result.status != "ok" or result.user_id is None or result.wrapped_dek is None:
             log.auth_reason = result.status
             return None
-        log.admitted = True
+        log.admitted, log.proof = True, result.proof  # the audit row's outcome is written with it
         return Principal(result.user_id, result.wrapped_dek, result.scopes, "web", proof=result.proof)
 
     async def signed_in(self, call: Call, current: str) -> SignedIn | None:
