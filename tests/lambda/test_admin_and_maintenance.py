@@ -34,8 +34,8 @@ def test_admin_manages_users_and_keys_without_ever_listing_a_secret(aws):
     assert admin.handler({"action": "drop_tables"}, CTX) == {
         "ok": False,
         "error": "unknown action; one of: create_user, list_users, create_key, list_keys, revoke_key, "
-        "disable_user, enable_user, delete_user, rotate_proof_key, rotate_keys, rekey_users, create_workspace,"
-        " add_member,"
+        "disable_user, enable_user, delete_user, rotate_proof_key, rotate_keys, rekey_users,"
+        " create_workspace, add_member,"
         " set_member_role, remove_member, list_members, list_workspaces, delete_workspace",
     }
 
