@@ -128,6 +128,14 @@ def local_runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
     rt.close()
 
 
+@pytest.fixture(scope="module")
+def admin_rt(pg: embedded.Embedded) -> Iterator[Runtime]:
+    """A runtime on the admin role (users, keys, re-keys), as the admin function has it."""
+    rt = open_runtime(make_settings(pg, database_url=pg.admin_url), pool_size=2)
+    yield rt
+    rt.close()
+
+
 @pytest.fixture(scope="session")
 def maint_runtime(pg: embedded.Embedded, local_runtime: Runtime) -> Iterator[Runtime]:
     """The maintenance jobs' own role (prune, re-embed) with the local model, as in Lambda."""

@@ -14,10 +14,9 @@ from sessionvault.core.keys import WrappedKey
 from sessionvault.db import identity
 from sessionvault.errors import DecryptionFailed, KeyReplaced
 from sessionvault.jobs import rekey
-from sessionvault.runtime import open_runtime
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user, proof_for
+from ..conftest import admin_db, make_user, proof_for
 
 
 def save(rt, who, **fields):
@@ -26,13 +25,6 @@ def save(rt, who, **fields):
 
 def load(rt, who, **fields):
     return rt.vault.load(who, records.parse(records.LoadArgs, fields))
-
-
-@pytest.fixture(scope="module")
-def admin_rt(pg):
-    rt = open_runtime(make_settings(pg, database_url=pg.admin_url), pool_size=2)
-    yield rt
-    rt.close()
 
 
 def current(user_id: str) -> Principal:

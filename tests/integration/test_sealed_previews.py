@@ -66,13 +66,6 @@ def maint_rt(pg):
     rt.close()
 
 
-@pytest.fixture(scope="module")
-def admin_rt(pg):
-    rt = open_runtime(make_settings(pg, database_url=pg.admin_url), pool_size=2)
-    yield rt
-    rt.close()
-
-
 def test_a_save_stores_the_preview_sealed_and_nothing_of_it_in_plaintext(runtime, pg):
     who = make_user(runtime)
     save(runtime, who.principal, name="plan", client="cursor")

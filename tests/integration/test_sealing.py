@@ -14,11 +14,10 @@ from sessionvault.db import identity, saves, sessions
 from sessionvault.db.pool import Tenant
 from sessionvault.errors import DecryptionFailed
 from sessionvault.jobs import rekey
-from sessionvault.runtime import open_runtime
 from sessionvault.service import portability, sealing
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user, proof_for
+from ..conftest import admin_db, make_user, proof_for
 
 
 def save(rt, who, **fields):
@@ -65,13 +64,6 @@ def as_saved_before_0012(rt, who, name: str) -> None:
                     " WHERE id = %s"
                 )
                 conn.execute(head, (mac, preview, row["id"]))
-
-
-@pytest.fixture(scope="module")
-def admin_rt(pg):
-    rt = open_runtime(make_settings(pg, database_url=pg.admin_url), pool_size=2)
-    yield rt
-    rt.close()
 
 
 def test_a_save_stores_each_version_under_its_own_seal_id_on_the_head_too(runtime, pg):

@@ -14,20 +14,12 @@ from sessionvault.core import records
 from sessionvault.db import identity, workspaces
 from sessionvault.errors import AccountError, ValidationFailed
 from sessionvault.jobs import admin
-from sessionvault.runtime import open_runtime
 from sessionvault.service import accounts
 
-from ..conftest import admin_db, make_settings, make_user
+from ..conftest import admin_db, make_user
 from .test_workspaces import bob_name, listed, load, new_workspace, save
 
 REPO = "github.com/acme/shop"
-
-
-@pytest.fixture(scope="module")
-def admin_rt(pg):
-    rt = open_runtime(make_settings(pg, database_url=pg.admin_url), pool_size=2)
-    yield rt
-    rt.close()
 
 
 def test_members_see_a_rekey_on_their_next_call_with_no_false_integrity_error(runtime, admin_rt):

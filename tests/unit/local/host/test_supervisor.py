@@ -36,15 +36,11 @@ def until(check: Any) -> None:
         time.sleep(0.01)
 
 
-def supervise(db: Database, attempts: int) -> Supervisor:
+def supervise(db: Database, attempts: int, **options: Any) -> Supervisor:
+    """A fast watch over the stand-in, which answers once it is up unless `options` say else."""
+    settings = {"restart": db.restart, "alive": db.alive, "answers": db.alive, **options}
     return Supervisor(
-        Path("/nonexistent"),
-        interval_s=0.01,
-        attempts=attempts,
-        first_pause_s=0.001,
-        restart=db.restart,
-        alive=db.alive,
-        answers=db.alive,  # the stand-in answers once it is up
+        Path("/nonexistent"), interval_s=0.01, attempts=attempts, first_pause_s=0.001, **settings
     ).start()
 
 
@@ -77,15 +73,7 @@ def test_a_start_that_returns_before_the_server_answers_is_reported_once_when_it
         answered.append(1)
         return len(answered) >= 5  # the fifth look finds it answering
 
-    sup = Supervisor(
-        Path("/nonexistent"),
-        interval_s=0.01,
-        attempts=3,
-        first_pause_s=0.001,
-        restart=db.restart,
-        alive=db.alive,
-        answers=answers,
-    ).start()
+    sup = supervise(db, attempts=3, answers=answers)
     try:
         until(lambda: sup.restarts == 1)
         time.sleep(0.1)  # the database is up now: no further restart
@@ -96,16 +84,7 @@ def test_a_start_that_returns_before_the_server_answers_is_reported_once_when_it
 
 def test_a_start_that_never_answers_is_a_failed_attempt() -> None:
     db = Database(failures=0)
-    sup = Supervisor(
-        Path("/nonexistent"),
-        interval_s=0.01,
-        attempts=2,
-        first_pause_s=0.001,
-        restart=db.restart,
-        alive=lambda home: False,
-        answers=lambda home: False,
-        ready_s=0.05,
-    ).start()
+    sup = supervise(db, attempts=2, alive=lambda home: False, answers=lambda home: False, ready_s=0.05)
     try:
         until(lambda: sup.gave_up)
         assert (sup.restarts, db.attempts) == (0, 2)
