@@ -74,6 +74,14 @@ def test_a_forged_altered_or_expired_proof_names_no_tenant(pg, runtime, victim) 
     assert [r["name"] for r in names] == ["mine"]
 
 
+def test_a_proof_past_its_time_names_no_tenant(pg, victim) -> None:
+    """A genuine proof (its MAC holds) that expired: minted by the owner already past its end."""
+    with psycopg.connect(pg.owner_url) as conn:
+        expired = str(conn.execute("SELECT sessionvault_mint_proof(%s, -1)", (victim.id,)).fetchone()[0])  # type: ignore[index]
+    assert as_app(pg, expired, "SELECT count(*) AS n FROM sessions")[0]["n"] == 0
+    assert as_app(pg, victim.principal.proof, "SELECT count(*) AS n FROM sessions")[0]["n"] == 1
+
+
 def test_the_serving_role_can_neither_read_the_keys_nor_mint(pg, victim) -> None:
     for sql in (
         "SELECT * FROM tenant_proof_keys",

@@ -60,7 +60,8 @@ def check_unprivileged(conn: psycopg.Connection, role: str) -> None:
         privileges = conn.execute(
             # NULL before migration 0020 made them (a deploy that applies older migrations first)
             "SELECT has_table_privilege(%s, to_regclass('public.tenant_proof_keys'), 'SELECT'),"
-            " has_function_privilege(%s, to_regprocedure('public.sessionvault_mint_proof(uuid)'), 'EXECUTE')",
+            " has_function_privilege(%s,"
+            " to_regprocedure('public.sessionvault_mint_proof(uuid, integer)'), 'EXECUTE')",
             (role, role),
         ).fetchone()
         reads, mints = privileges if privileges else (True, True)

@@ -61,8 +61,9 @@ REVOKE ALL ON FUNCTION sessionvault_random_key() FROM PUBLIC;
 
 INSERT INTO tenant_proof_keys (inner_key, outer_key) VALUES (sessionvault_random_key(), sessionvault_random_key());
 
--- A proof for p_tenant under the newest key, for 60 s.
-CREATE FUNCTION sessionvault_mint_proof(p_tenant uuid) RETURNS text
+-- A proof for p_tenant under the newest key, for 60 s (p_ttl_s: the owner's tests mint one
+-- already expired; the functions that mint for a call never pass it).
+CREATE FUNCTION sessionvault_mint_proof(p_tenant uuid, p_ttl_s integer DEFAULT 60) RETURNS text
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, public
 AS $$
@@ -71,7 +72,7 @@ AS $$
         WHERE retired_at IS NULL ORDER BY id DESC LIMIT 1
     ),
     p AS (
-        SELECT k.*, 'p1.' || p_tenant::text || '.' || (extract(epoch FROM clock_timestamp())::bigint + 60)::text
+        SELECT k.*, 'p1.' || p_tenant::text || '.' || (extract(epoch FROM clock_timestamp())::bigint + p_ttl_s)::text
                     || '.' || k.id::text AS payload
         FROM k
     )
@@ -269,14 +270,14 @@ GRANT CREATE ON SCHEMA public TO sessionvault_proofs;
 GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_proof_keys TO sessionvault_proofs;
 GRANT EXECUTE ON FUNCTION sessionvault_random_key() TO sessionvault_proofs;
 GRANT EXECUTE ON FUNCTION sessionvault_key(bytea, text) TO sessionvault_proofs;
-ALTER FUNCTION sessionvault_mint_proof(uuid) OWNER TO sessionvault_proofs;
+ALTER FUNCTION sessionvault_mint_proof(uuid, integer) OWNER TO sessionvault_proofs;
 ALTER FUNCTION app_current_user_id() OWNER TO sessionvault_proofs;
 ALTER FUNCTION sessionvault_enter_key_tenant(bytea, text) OWNER TO sessionvault_proofs;
 ALTER FUNCTION sessionvault_rotate_proof_key() OWNER TO sessionvault_proofs;
 REVOKE CREATE ON SCHEMA public FROM sessionvault_proofs;
 
-REVOKE ALL ON FUNCTION sessionvault_mint_proof(uuid), sessionvault_rotate_proof_key() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sessionvault_mint_proof(uuid) TO sessionvault_spaces;
+REVOKE ALL ON FUNCTION sessionvault_mint_proof(uuid, integer), sessionvault_rotate_proof_key() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sessionvault_mint_proof(uuid, integer) TO sessionvault_spaces;
 GRANT EXECUTE ON FUNCTION sessionvault_rotate_proof_key() TO sessionvault_admin;
 REVOKE ALL ON FUNCTION sessionvault_enter_key_tenant(bytea, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION sessionvault_enter_key_tenant(bytea, text) TO sessionvault_app;
