@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,7 +148,7 @@ def check_tables(sql: Sql, tenants: list[Tenant]) -> None:
     assert stored == sum(len(t.sessions) for t in tenants)  # what the checks below must find
     for tenant in tenants:
         uid = tenant.user.id
-        app.execute("SELECT set_config('app.user_id', %s, false)", (proof_for(uid),))  # the database's proof
+        app.execute("SELECT set_config('app.user_id', %s, false)", (_proof(uid),))  # the database's proof
         heads, versions, orphans, hits, audited, *owners = app.execute(seen_as_tenant).fetchone()
         for table, found in zip(tables, owners, strict=True):
             assert set(found) <= {uid}, (table, uid, found)
@@ -165,6 +166,18 @@ def check_tables(sql: Sql, tenants: list[Tenant]) -> None:
         *rows, audit_rows = conn.execute(f"SELECT {counts}").fetchone()
         assert rows == [0] * len(tables), dict(zip(tables, rows, strict=True))
         assert audit_rows == nulls  # audit rows with no user: the only ones visible untenanted
+
+
+_PROOFS: dict[str, tuple[float, str]] = {}
+
+
+def _proof(user_id: str) -> str:
+    """A proof of `user_id` for the check (minted as the owner), reused for 30 s of its 60."""
+    made, proof = _PROOFS.get(user_id, (0.0, ""))
+    if time.monotonic() - made > 30:
+        made, proof = time.monotonic(), proof_for(user_id)
+        _PROOFS[user_id] = (made, proof)
+    return proof
 
 
 class Isolation(RuleBasedStateMachine):
