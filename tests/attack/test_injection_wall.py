@@ -2,7 +2,8 @@
 requests' transactions, as the serving role, after the tenant's proof is set. A test-only hook
 wraps the data layer's serving-path transaction (`Database.in_tenant`) and runs the attacker's
 statements first, in the same transaction, then puts the request's own proof back so the call
-goes on. The attacker is a user with a valid key calling /mcp and the HTTP API; the victim has
+goes on. The attacker is a user with a valid key calling /mcp, the HTTP API and the web view
+(signed in with that key); the victim has
 sessions in their personal space and in a workspace the attacker does not belong to. Every
 attempt must see 0 of the victim's rows and write none; a control shows the hook sees what the
 attacker's own proof allows."""
@@ -22,6 +23,7 @@ from sessionvault.db import pool
 from sessionvault.service import accounts
 
 from ..conftest import admin_db, make_user
+from ..e2e.test_web import Browser
 from ..support.jsonrpc import tool_result
 
 Script = list[tuple[str, tuple[Any, ...]]]
@@ -96,9 +98,12 @@ def test_injected_sql_in_real_requests_reaches_no_other_tenant(server, runtime, 
     tag, _, until, key, mac = attacker.principal.proof.split(".")
     forged = ".".join([tag, victim.id, until, key, mac])
     base, bearer = server.url.removesuffix("/mcp"), {"Authorization": f"Bearer {attacker.key}"}
+    web = Browser(http, base)
+    assert web.sign_in(attacker.key).status_code == 303
     surfaces: dict[str, Callable[[], None]] = {
         "mcp": lambda: _ok(tool_result(server.url, attacker.key, "list_sessions")),
         "api": lambda: _status(http.get(f"{base}/api/v1/sessions", headers=bearer)),
+        "web": lambda: _status(web.get("/")),  # the listing: the signed-in key, re-admitted
     }
     for surface, call in surfaces.items():
         hook.script = [(ROWS, ([attacker.id],))]  # the control: the hook sees what the proof allows
