@@ -7,15 +7,18 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
 
+from sessionvault.db import pool
 from sessionvault.local.host import embedded
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.settings import Settings
 
 from ..conftest import User, free_port, make_settings, make_user
+from ..support import injection
 from .support import FakeEmbeddings
 
 # Hypothesis is a dev dependency; until it is installed the tier is left out, loudly (below).
@@ -102,3 +105,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for name, outcomes in sorted(OUTCOMES.items()):
         seen = ", ".join(f"{k} {n}" for k, n in sorted(outcomes.items(), key=lambda kv: -kv[1]))
         terminalreporter.write_line(f"  {name}: {seen}")
+
+
+@pytest.fixture
+def hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[injection.Hook]:
+    """Every serving-path transaction in this process, wrapped by an injection hook (issue 34)."""
+    armed = injection.Hook()
+    real = pool.Database.in_tenant
+
+    def in_tenant(self: pool.Database, at: pool.Tenant, work: Any, *, idempotent: bool) -> Any:
+        return real(self, at, armed.wrap(work), idempotent=idempotent)
+
+    monkeypatch.setattr(pool.Database, "in_tenant", in_tenant)
+    yield armed

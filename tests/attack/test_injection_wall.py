@@ -11,24 +11,20 @@ attacker's own proof allows."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import psycopg
-import pytest
 
 from sessionvault.core import records
-from sessionvault.db import pool
 from sessionvault.service import accounts
 
 from ..conftest import admin_db, make_user
 from ..e2e.test_web import Browser
+from ..support.injection import ROWS, SET, Script
 from ..support.jsonrpc import tool_result
 
-Script = list[tuple[str, tuple[Any, ...]]]
-ROWS = "SELECT count(*) AS n FROM sessions WHERE user_id = ANY(%s::uuid[])"
-SET = "SELECT set_config('app.user_id', %s, true)"
 DOOR = "SELECT sessionvault_enter_key_tenant('\\x00'::bytea, '')"
 WRITE = "UPDATE sessions SET repo = 'owned' WHERE user_id = ANY(%s::uuid[]) RETURNING 1"
 
@@ -48,41 +44,6 @@ def attacks(victim: str, space: str, forged: str, expired: str) -> list[tuple[st
         ("the key-hash door, no key", [(DOOR, ()), look]),
         ("write into their space", [(WRITE, ([victim, space],)), look]),
     ]
-
-
-class Hook:
-    """Wraps every serving-path transaction: the attacker's statements first (while armed),
-    then the request's own proof back, then the request's own work."""
-
-    def __init__(self) -> None:
-        self.script: Script = []
-        self.seen: list[Any] = []
-
-    def wrap(self, work: Callable[[pool.Connection], Any]) -> Callable[[pool.Connection], Any]:
-        if not self.script:
-            return work
-        script, self.script = self.script, []
-
-        def attacked(conn: pool.Connection) -> Any:
-            conn.execute("SELECT set_config('sv.own', current_setting('app.user_id', true), true)")
-            cursors = [conn.execute(sql, params) for sql, params in script]
-            self.seen.append(cursors[-1])
-            conn.execute("SELECT set_config('app.user_id', current_setting('sv.own'), true)")
-            return work(conn)
-
-        return attacked
-
-
-@pytest.fixture
-def hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
-    armed = Hook()
-    real = pool.Database.in_tenant
-
-    def in_tenant(self: pool.Database, at: pool.Tenant, work: Any, *, idempotent: bool) -> Any:
-        return real(self, at, armed.wrap(work), idempotent=idempotent)
-
-    monkeypatch.setattr(pool.Database, "in_tenant", in_tenant)
-    yield armed
 
 
 def test_injected_sql_in_real_requests_reaches_no_other_tenant(server, runtime, pg, http, hook) -> None:

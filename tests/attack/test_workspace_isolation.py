@@ -22,6 +22,7 @@ from sessionvault.db import workspaces
 from sessionvault.service import accounts
 
 from ..conftest import admin_db, make_user
+from ..support.injection import ROWS, SET
 from .conftest import DERANDOMIZE, scaled
 
 STEPS = 1200
@@ -68,7 +69,7 @@ class Caller:
         return dict(result["structuredContent"])
 
 
-def test_workspace_walls_hold_at_the_moment_of_every_call(runtime, server) -> None:
+def test_workspace_walls_hold_at_the_moment_of_every_call(runtime, server, hook) -> None:
     drawn = FIXED_SEED if DERANDOMIZE else random.SystemRandom().randrange(2**32)
     seed = int(os.environ.get("SESSIONVAULT_ISOLATION_SEED") or drawn)
     rng = random.Random(seed)
@@ -101,7 +102,15 @@ def test_workspace_walls_hold_at_the_moment_of_every_call(runtime, server) -> No
                 crossings.append(f"step {step}: {who.name} saw a value of space {sid}")
 
     steps = scaled(STEPS)
+    attacker = random.Random(seed + 1)  # the injection hook's draws, apart from the walk's
+    injected = 0
     for step in range(steps):
+        if hook.seen:  # the last call ran an injected statement inside its transaction
+            assert hook.seen.pop().fetchone() == {"n": 0}, f"seed {seed} step {step}: injected SQL saw rows"
+            injected += 1
+        if not hook.script and attacker.random() < 0.2:  # SQL an injection would run, as the caller
+            target = attacker.choice(list(spaces))
+            hook.script = [(SET, (target,)), (ROWS, ([target],))]
         who = rng.choice(callers)
         choices = [s for s in spaces.values() if not s.name or rng.random() < 0.8]
         space = (
@@ -189,7 +198,8 @@ def test_workspace_walls_hold_at_the_moment_of_every_call(runtime, server) -> No
             else:
                 assert "error" in out, (context, out)
     assert not crossings, f"seed {seed}: " + "; ".join(crossings[:5])
-    print(f"workspace isolation: {steps} steps, seed {seed}, 0 crossings")
+    assert injected > steps // 10  # the hook ran inside that many of the walk's requests
+    print(f"workspace isolation: {steps} steps, seed {seed}, 0 crossings; {injected} injections saw nothing")
 
 
 def _caller_of(callers: list[Caller], user_id: str) -> Caller:
