@@ -124,11 +124,12 @@ def free_port() -> int:
 class ServerProcess:
     """benchmarks/serve.py on a free port, against `database_url`."""
 
-    def __init__(self, database_url: str, master_key: str, audit_salt: str) -> None:
+    def __init__(self, database_url: str, master_key: str, audit_salt: str, **more_env: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         env = {
             **os.environ,
+            **more_env,
             "BENCH_DATABASE_URL": database_url,
             "BENCH_MASTER_KEY": master_key,
             "BENCH_AUDIT_SALT": audit_salt,
