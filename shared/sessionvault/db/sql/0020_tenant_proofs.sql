@@ -82,34 +82,60 @@ $$;
 
 -- The tenant of this statement's transaction, as RLS and every definer function read it.
 CREATE OR REPLACE FUNCTION app_current_user_id() RETURNS uuid
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public
 AS $$
+    SELECT CASE
+        WHEN p.proof THEN (
+            SELECT p.tenant FROM public.tenant_proof_keys k
+            WHERE k.id = p.key_id
+              AND (k.retired_at IS NULL OR k.retired_at > now() - interval '2 minutes')
+              AND p.expiry >= extract(epoch FROM now())
+              AND encode(sha256(k.outer_key || sha256(k.inner_key || convert_to(p.payload, 'UTF8'))), 'hex') = p.mac)
+        -- A plain id: only a job's role (admin, maintenance, the owner) may name a tenant so.
+        WHEN p.plain AND session_user <> 'sessionvault_app' THEN p.v::uuid
+    END
+    FROM (
+        -- Every cast guarded by the shape it needs: a malformed setting is no tenant, not an error.
+        SELECT v, proof, plain,
+               CASE WHEN proof THEN split_part(v, '.', 2)::uuid END AS tenant,
+               CASE WHEN proof THEN split_part(v, '.', 3)::bigint END AS expiry,
+               CASE WHEN proof THEN split_part(v, '.', 4)::integer END AS key_id,
+               CASE WHEN proof THEN left(v, -65) END AS payload,
+               CASE WHEN proof THEN split_part(v, '.', 5) END AS mac
+        FROM (
+            SELECT v,
+                   coalesce(v ~ '^p1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[0-9]{1,12}\.[0-9]{1,9}\.[0-9a-f]{64}$', false) AS proof,
+                   coalesce(v ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', false) AS plain
+            FROM (SELECT nullif(current_setting('app.user_id', true), '') AS v) AS setting
+        ) AS shape
+    ) AS p
+$$;
+
+-- Every policy asks for the tenant once per statement, not once per row: the call wrapped in a
+-- scalar subquery is an InitPlan (the verification is a key lookup and two hashes). Rewritten
+-- from the catalog, so every policy that calls the function is covered, whichever migration
+-- made it.
+DO $$
 DECLARE
-    v text := nullif(current_setting('app.user_id', true), '');
-    v_key record;
+    pol record;
+    v_using text;
+    v_check text;
 BEGIN
-    IF v IS NULL THEN
-        RETURN NULL;
-    END IF;
-    IF v ~ '^p1\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.[0-9]{1,12}\.[0-9]{1,9}\.[0-9a-f]{64}$' THEN
-        SELECT inner_key, outer_key INTO v_key FROM public.tenant_proof_keys
-        WHERE id = split_part(v, '.', 4)::integer
-          AND (retired_at IS NULL OR retired_at > now() - interval '2 minutes');
-        IF v_key.inner_key IS NULL OR split_part(v, '.', 3)::bigint < extract(epoch FROM now()) THEN
-            RETURN NULL;
+    FOR pol IN
+        SELECT schemaname, tablename, policyname, qual, with_check FROM pg_policies
+        WHERE schemaname = 'public'
+          AND (qual LIKE '%app_current_user_id()%' OR with_check LIKE '%app_current_user_id()%')
+    LOOP
+        v_using := replace(pol.qual, 'app_current_user_id()', '(SELECT app_current_user_id())');
+        v_check := replace(pol.with_check, 'app_current_user_id()', '(SELECT app_current_user_id())');
+        IF v_using IS NOT NULL THEN
+            EXECUTE format('ALTER POLICY %I ON %I.%I USING (%s)', pol.policyname, pol.schemaname, pol.tablename, v_using);
         END IF;
-        IF encode(sha256(v_key.outer_key || sha256(v_key.inner_key || convert_to(left(v, -65), 'UTF8'))), 'hex')
-           <> split_part(v, '.', 5) THEN
-            RETURN NULL;
+        IF v_check IS NOT NULL THEN
+            EXECUTE format('ALTER POLICY %I ON %I.%I WITH CHECK (%s)', pol.policyname, pol.schemaname, pol.tablename, v_check);
         END IF;
-        RETURN split_part(v, '.', 2)::uuid;
-    END IF;
-    -- A plain id: only a job's role (admin, maintenance, the owner) may name a tenant so.
-    IF session_user <> 'sessionvault_app' AND v ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
-        RETURN v::uuid;
-    END IF;
-    RETURN NULL;
+    END LOOP;
 END $$;
 
 -- The admission's tenant: the caller the key (or token) hash names, as a proof; nothing when it
