@@ -21,10 +21,10 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from sessionvault.core.records import embedding_text
 from sessionvault.jobs import maintenance
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.app import SessionVaultApp
-from sessionvault.service.vault import embedding_text
 
 from ..conftest import ServerThread, User, free_port
 from ..support.logs import catch_logs

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
+from sessionvault.core.records import embedding_text
 from sessionvault.runtime import Runtime, open_runtime
 from sessionvault.server.mcp import tools
-from sessionvault.service.vault import embedding_text
 
 from ..conftest import ServerThread, User, proof_for
 from .conftest import DERANDOMIZE, GENERATED, attack_settings, scaled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -172,3 +173,13 @@ def parse(model: type[Strict], arguments: dict[str, Any] | None) -> Any:
             where = ".".join(str(p) for p in err["loc"]) or "arguments"
             problems.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
         raise ValidationFailed("invalid arguments: " + "; ".join(problems)) from None
+
+
+def embedding_text(record: Mapping[str, Any]) -> str:
+    """What a session means, for search: name, repo, summary and the lists, most telling first."""
+    parts = [record.get("name", ""), record.get("repo", ""), record.get("summary", "")]
+    for field in ("plan", "todos", "tried"):
+        parts += record.get(field, [])
+    parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
+    parts += [*record.get("errors", []), *record.get("files", [])]
+    return "\n".join(p for p in parts if p)

@@ -15,12 +15,12 @@ from datetime import timedelta
 from typing import Any
 
 from sessionvault.core.keys import WrappedKey
+from sessionvault.core.records import embedding_text
 from sessionvault.db import backfill, identity, oauth, partitions, previews
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record, seal_preview
-from sessionvault.service.vault import embedding_text
 
 log = logging.getLogger(__name__)
 

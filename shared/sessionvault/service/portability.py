@@ -221,7 +221,7 @@ def _import_session(
     ):
         raise ValidationFailed("a session line needs a name and a list of versions")
     if is_automatic(line["name"]) and (space.name or "checkpoint" not in who.scopes):
-        # The hooks' rules (vault.checkpoint_rules), told per line so the rest still imports.
+        # The hooks' rules (save_checks.checkpoint_rules), told per line so the rest still imports.
         raise ValidationFailed(
             "skipped an automatic checkpoint (auto/ name): checkpoints are personal, and imported"
             " only with the hooks' key (the checkpoint scope)"

@@ -4,7 +4,6 @@ Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Pri
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +15,6 @@ from sessionvault.core.checkpoints import (
     AUTO_KEEP,
     AUTO_MAX_AGE_DAYS,
     AUTO_MAX_TOTAL,
-    checkpoint_name,
     is_automatic,
     sibling_prefix,
 )
@@ -33,6 +31,7 @@ from sessionvault.core.records import (
     LoadArgs,
     SaveArgs,
     SearchArgs,
+    embedding_text,
 )
 from sessionvault.core.records import preview as make_preview
 from sessionvault.core.repos import canonical_repo
@@ -43,12 +42,10 @@ from sessionvault.errors import (
     DecryptionFailed,
     KeyReplaced,
     ProviderUnavailable,
-    QuotaExceeded,
     ScopeMissing,
     ValidationFailed,
-    VaultError,
 )
-from sessionvault.service import answers, claims, handoff, sealing
+from sessionvault.service import answers, claims, handoff, save_checks, sealing
 from sessionvault.service.principal import Principal
 from sessionvault.service.spaces import Space, Spaces
 
@@ -58,35 +55,6 @@ RELATED_LIMIT = 5
 FRAME_CHARS = framing.overhead()
 # What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
 LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
-
-
-def embedding_text(record: Mapping[str, Any]) -> str:
-    """What a session means, for search: name, repo, summary and the lists, most telling first."""
-    parts = [record.get("name", ""), record.get("repo", ""), record.get("summary", "")]
-    for field in ("plan", "todos", "tried"):
-        parts += record.get(field, [])
-    parts += [f"{d['decision']} because {d['reason']}" for d in record.get("decisions", [])]
-    parts += [*record.get("errors", []), *record.get("files", [])]
-    return "\n".join(p for p in parts if p)
-
-
-def checkpoint_rules(who: Principal, args: SaveArgs) -> None:
-    """What an automatic checkpoint must be, on every path that saves one (the hooks' tool, an
-    import): saved with the hooks' own scope, personal and never offered, and named for the
-    client that saves it, so that its pruning (only its own repo and client) touches nothing of
-    another client's (issue 35: a model-facing key pruned every checkpoint)."""
-    if "checkpoint" not in who.scopes:
-        raise ScopeMissing(scope_hint("checkpoint", "an automatic checkpoint (auto/ name)", who.scopes))
-    if args.workspace or args.to_person or args.to_client or args.handoff:
-        raise ValidationFailed(
-            "invalid arguments: a checkpoint is personal and never offered: no workspace, to_person,"
-            " to_client or handoff (save_session shares and offers work)"
-        )
-    if not args.client or sibling_prefix(args.name) != checkpoint_name(args.client, ""):
-        raise ValidationFailed(
-            "invalid arguments: name: a checkpoint's name is auto/<client>/<client session id>,"
-            " with the client it gives as client"
-        )
 
 
 class Vault:
@@ -126,7 +94,7 @@ class Vault:
                 " checkpoints, which only the capture hooks save"
             )
         if checkpoint:
-            checkpoint_rules(who, args)
+            save_checks.checkpoint_rules(who, args)
         space = self.spaces.of(who, args.workspace)
         try:
             return self._save(who, args, space, checkpoint)
@@ -175,7 +143,7 @@ class Vault:
         with self.spaces.entered(who, space, "write", "save_session") as at:
             row = saves.save(self.db, at, head, version, policy)
             if row is None:
-                raise self._refusal(at, fp, checkpoint=checkpoint)
+                raise save_checks.refusal(self.db, at, fp, self.quota, checkpoint=checkpoint)
         out: dict[str, Any] = {
             "saved": True,
             "name": name,  # as stored: redacted too if it held a secret
@@ -211,23 +179,6 @@ class Vault:
                 target = workspaces.offer_target(self.db, at, args.to_person)
             to_user = handoff.claimable_by(args.to_person, target)
         return saves.Offer(client, args.to_client, self.handoff_ttl_days, who.user_id, to_user)
-
-    def _refusal(self, at: Tenant, fp: bytes, *, checkpoint: bool = False) -> VaultError:
-        """Why a save wrote nothing: the data key was replaced meanwhile, or a quota is full."""
-        used = saves.usage(self.db, at) or {"sessions": 0, "bytes": 0, "dek_fp": None}
-        if used["dek_fp"] is not None and bytes(used["dek_fp"]) != fp:
-            return KeyReplaced()
-        if checkpoint and used["bytes"] < self.quota.bytes:
-            return QuotaExceeded(
-                f"checkpoint quota reached: at most {AUTO_MAX_TOTAL} automatic checkpoints are kept"
-                f" ({AUTO_KEEP} per repo and client), and a new one never deletes another's; they"
-                f" expire after {AUTO_MAX_AGE_DAYS} days, or delete some with delete_session"
-            )
-        return QuotaExceeded(
-            f"storage quota reached: {used['sessions']} of {self.quota.sessions} sessions,"
-            f" {used['bytes'] // 1024} KiB of {self.quota.bytes // 1024} KiB (history included);"
-            " free space with delete_session or delete_all_sessions, then save again"
-        )
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
         if args.accept:
