@@ -163,3 +163,14 @@ def test_quotas_stop_a_save_with_a_message_that_says_how_to_free_space(pg):
         assert ("save_session", "quota") in audit_classes(pg, who.id)
     finally:
         rt.close()
+
+
+def test_a_scope_refusal_in_a_workspace_says_the_role_must_allow_it_too(server, runtime):
+    """A reader told only to make a delete key would make one her role still refuses (issue 37)."""
+    writer = make_user(runtime, scopes=("read", "write"))
+    refused = call(server.url, writer.key, "delete_session", name="keep", workspace="team")
+    text = refused["content"][0]["text"]
+    assert refused["isError"] and "--scope read,write,delete" in text
+    assert "in workspace 'team' your role must allow it too, and a reader's does not" in text
+    alone = call(server.url, writer.key, "delete_session", name="keep")["content"][0]["text"]
+    assert "role" not in alone

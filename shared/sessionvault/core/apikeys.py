@@ -28,9 +28,11 @@ def parse_scopes(text: str) -> tuple[str, ...]:
     return asked
 
 
-def scope_hint(needed: str, what: str, have: frozenset[str]) -> str:
+def scope_hint(needed: str, what: str, have: frozenset[str], workspace: str = "") -> str:
     """Why `what` was refused and the key that would do it: the scopes this key has plus the
-    missing one (suggesting only the missing one would drop what the caller already uses)."""
+    missing one (suggesting only the missing one would drop what the caller already uses). In a
+    workspace a new key is not enough when the caller's role there forbids the change (issue 37:
+    a reader was told to make a delete key her role would still refuse): the hint says so."""
     wanted = ",".join(s for s in SCOPES if s in have | {needed})
     if needed == "checkpoint":  # the hooks' capability: what provisions it, not a model's key
         return (
@@ -38,10 +40,16 @@ def scope_hint(needed: str, what: str, have: frozenset[str]) -> str:
             " saved by the capture hooks with a key of their own; run `sessionvault connect <client>"
             " --hooks` (or `sessionvault dev`) to give them one"
         )
-    return (
+    hint = (
         f"this API key lacks the {needed!r} scope that {what} needs;"
         f" create a key with it: sessionvault key create --scope {wanted}"
     )
+    if workspace and needed in ("write", "delete"):
+        hint += (
+            f"; in workspace {workspace!r} your role must allow it too, and a reader's does not"
+            " (list_sessions names your role in each workspace)"
+        )
+    return hint
 
 
 def generate() -> str:

@@ -164,7 +164,9 @@ async def call_tool(vault: Vault, name: str, arguments: dict[str, Any] | None) -
         raise MCPError(resources.INVALID_PARAMS, f"unknown tool {name!r}; available: {listed}")
     if spec.scope not in state.principal.scopes:
         state.error_class = "scope"
-        return _error(scope_hint(spec.scope, name, state.principal.scopes))
+        named = (arguments or {}).get("workspace")
+        space = named if isinstance(named, str) else ""
+        return _error(scope_hint(spec.scope, name, state.principal.scopes, space))
     try:
         args = records.parse(spec.args, arguments)
         result = await anyio.to_thread.run_sync(partial(spec.run, vault, state.principal, args))
