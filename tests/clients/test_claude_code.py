@@ -4,8 +4,14 @@ and the Claude Desktop bridge entry starts as a stdio server."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+
+import pytest
+
+from sessionvault.local.setup import doctor
+from sessionvault.names import KEY_ENV
 
 from ..conftest import make_user
 from ..support.model_recorder import ModelRecorder
@@ -107,3 +113,41 @@ def test_the_claude_desktop_bridge_entry_starts_as_a_stdio_server(server, runtim
     done = client_env.run([claude(client_env), "mcp", "list"], None)
     line = next(row for row in done.stdout.splitlines() if row.startswith("sessionvault-desktop"))
     assert "Connected" in line, done.stdout
+
+
+@pytest.mark.parametrize("scope", ["user", "local"])
+def test_doctor_agrees_with_claude_mcp_list_after_claude_mcp_add(
+    server, runtime, client_env: Env, scope: str
+) -> None:
+    """The banner's `claude mcp add` (local scope by default, or --scope user) writes
+    ~/.claude.json: `claude mcp list` says Connected, and so must doctor (issue 37)."""
+    user = make_user(runtime)
+    added = client_env.run(
+        [
+            claude(client_env),
+            "mcp",
+            "add",
+            "--scope",
+            scope,
+            "--transport",
+            "http",
+            "sessionvault",
+            server.url,
+            "--header",
+            f"Authorization: Bearer {user.key}",
+        ],
+        user.key,
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    listed = client_env.run([claude(client_env), "mcp", "list"], user.key)
+    assert "Connected" in next(r for r in listed.stdout.splitlines() if r.startswith("sessionvault")), (
+        listed.stdout
+    )
+    out = io.StringIO()
+    code = doctor.run(
+        server.url, env={KEY_ENV: user.key}, home=client_env.home, cwd=client_env.project, out=out
+    )
+    where = "user scope" if scope == "user" else f"local scope, {client_env.project}"
+    assert code == 0 and f"✓ Claude Code: ~/.claude.json ({where}) -> {server.url}" in out.getvalue(), (
+        out.getvalue()
+    )

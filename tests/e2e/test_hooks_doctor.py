@@ -258,3 +258,48 @@ def test_doctor_says_what_to_do_while_claude_code_has_not_approved_the_server(
         assert code == 0, out
         assert "✓ Claude Code: the server is approved in ~/shop" in out
         assert out.rstrip().endswith("all good")
+
+
+def claude_added(home: Path, project: Path, user_url: str, local_url: str) -> None:
+    """The ~/.claude.json a real `claude mcp add` wrote (local scope, then --scope user;
+    tests/fixtures/claude_code/), with this test's project and URLs."""
+    text = (Path(__file__).parents[1] / "fixtures" / "claude_code" / "claude.json").read_text()
+    data = json.loads(text.replace("PROJECT", str(project)))
+    data["mcpServers"]["sessionvault"]["url"] = user_url
+    data["projects"][str(project)]["mcpServers"]["sessionvault"]["url"] = local_url
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".claude.json").write_text(json.dumps(data))
+
+
+def test_doctor_reads_the_servers_claude_mcp_add_wrote_in_the_user_and_local_scopes(
+    server, user, tmp_path: Path
+) -> None:
+    """After the banner's `claude mcp add`, `claude mcp list` says Connected: doctor must not say
+    no client is configured (issue 37). Neither scope waits for an approval."""
+    home, project = tmp_path / "home", tmp_path / "home" / "shop"
+    project.mkdir(parents=True)
+    claude_added(home, project, user_url=server.url, local_url=server.url)
+    code, out = run_doctor(server.url, user.key, home, tmp_path)
+    assert code == 0, out
+    assert f"✓ Claude Code: ~/.claude.json (user scope) -> {server.url}" in out
+    assert f"✓ Claude Code: ~/.claude.json (local scope, ~/shop) -> {server.url}" in out
+    assert "no client is configured" not in out and "Pending approval" not in out
+
+    # A .mcp.json not approved yet beside them: Claude Code uses the added one (as `claude mcp
+    # list` shows, tried with 2.1.332), so it is a tip, not a problem.
+    files.apply("claude-code", server.url, None, use_env=True, home=home, cwd=project)
+    code, out = run_doctor(server.url, user.key, home, tmp_path)
+    assert code == 0, out
+    assert (
+        '· Claude Code: the server in ~/shop/.mcp.json is "Pending approval" (not approved yet) in ~/shop;'
+        " it uses the one in ~/.claude.json" in out
+    )
+
+    claude_added(home, project, user_url=server.url, local_url="http://127.0.0.1:1/mcp")
+    code, out = run_doctor(server.url, user.key, home, tmp_path)
+    assert code == 1, out
+    assert (
+        "✗ Claude Code: ~/.claude.json (local scope, ~/shop) points to http://127.0.0.1:1/mcp,"
+        f" not {server.url}" in out
+    )
+    assert f"fix: cd {project} && claude mcp remove --scope local sessionvault && sessionvault connect" in out

@@ -11,7 +11,10 @@ silently never happens, so `doctor` and `connect` say it). The record of that ch
 - the same three settings in `~/.claude/settings.json`, and in the project's own
   `.claude/settings.json` and `.claude/settings.local.json`, which count only in a folder the
   user has trusted (else a cloned repository could approve its own servers).
-A rejection anywhere wins over an approval. Nothing here writes to these files: approving a
+A rejection anywhere wins over an approval. `claude mcp add` writes elsewhere, and needs no
+approval: the user scope (`--scope user`) is `mcpServers` at the top of `~/.claude.json`, the
+local scope (its default) is `mcpServers` in the folder's `projects` entry (read from files a real
+`claude mcp add` wrote, tests/fixtures/claude_code/). Nothing here writes to these files: approving a
 server is the user's decision, and `~/.claude.json` is Claude Code's own state, rewritten by
 every running `claude`."""
 
@@ -58,6 +61,36 @@ def known(home: Path) -> dict[Path, dict[str, Any]]:
     return {Path(k): v for k, v in projects.items() if isinstance(v, dict) and Path(k).is_absolute()}
 
 
+@dataclass(frozen=True)
+class Added:
+    """An entry `claude mcp add` wrote: in the user scope (`folder` None, every folder) or in
+    the local scope of one folder."""
+
+    folder: Path | None
+    entry: Mapping[str, Any]
+
+    @property
+    def scope(self) -> str:
+        return "user" if self.folder is None else "local"
+
+
+def _our_entry(servers: Any) -> Mapping[str, Any] | None:
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def added(home: Path) -> list[Added]:
+    """Our server as `claude mcp add` recorded it in ~/.claude.json: the user scope first, then
+    each folder's local scope (which Claude Code prefers there to the project and user ones)."""
+    user = _our_entry(_json(home / STATE).get("mcpServers"))
+    found = [Added(None, user)] if user is not None else []
+    for folder, recorded in list(known(home).items())[:MAX_PROJECTS]:
+        entry = _our_entry(recorded.get("mcpServers"))
+        if entry is not None:
+            found.append(Added(folder, entry))
+    return found
+
+
 def _listed(source: Mapping[str, Any], key: str, name: str) -> bool:
     values = source.get(key)
     return isinstance(values, list) and name in values
@@ -88,9 +121,8 @@ def _ours(folder: Path, stop: Path) -> tuple[Path, Mapping[str, Any]] | None:
     """The nearest `.mcp.json` from `folder` up (Claude Code reads the folder's and its
     parents'), not above `stop`, whose `mcpServers` holds our entry."""
     for place in (folder, *folder.parents):
-        servers = _json(place / MCP_JSON).get("mcpServers")
-        entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-        if isinstance(entry, dict):
+        entry = _our_entry(_json(place / MCP_JSON).get("mcpServers"))
+        if entry is not None:
             return place / MCP_JSON, entry
         if place == stop or place == place.parent:
             return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
@@ -180,7 +180,13 @@ def check_clients(
 
 
 def check_claude_projects(
-    url: str, found: list[claude_code.Project], *, home: Path, here: Path, default: str = DEFAULT_URL
+    url: str,
+    found: list[claude_code.Project],
+    *,
+    home: Path,
+    here: Path,
+    default: str = DEFAULT_URL,
+    added: Sequence[claude_code.Added] = (),
 ) -> list[Check]:
     """Claude Code's projects whose `.mcp.json` holds our server (those it knows, from
     ~/.claude.json, and the current one): the URL (`here`, the current folder's file, was
@@ -201,9 +207,14 @@ def check_claude_projects(
             out.append(Check(True, f"Claude Code: the server is approved in {folder}"))
             continue
         why = "was rejected" if project.approval == "rejected" else 'is "Pending approval" (not approved yet)'
+        step = claude_code.what_to_do(project.folder, project.approval)
+        if any(a.folder in (None, project.folder) for a in added):  # what `claude mcp list` uses then
+            text = f"Claude Code: the server in {where} {why} in {folder}; it uses the one in ~/.claude.json"
+            out.append(Check(None, f"{text} ({step})"))
+            continue
         text = f"Claude Code: the server in {where} {why} in {folder}: Claude Code does not use it"
-        out.append(Check(False, text, claude_code.what_to_do(project.folder, project.approval)))
-    if not found and (home / claude_code.STATE).exists():
+        out.append(Check(False, text, step))
+    if not found and not added and (home / claude_code.STATE).exists():
         out.append(
             Check(
                 None,
@@ -211,6 +222,30 @@ def check_claude_projects(
                 " .mcp.json; check one with sessionvault doctor --project DIR",
             )
         )
+    return out
+
+
+def check_claude_added(
+    url: str, found: list[claude_code.Added], *, home: Path, default: str = DEFAULT_URL
+) -> list[Check]:
+    """The servers `claude mcp add` recorded (user and local scopes of ~/.claude.json): Claude
+    Code uses them with no approval, so only the URL is checked (issue 37: after the banner's
+    `claude mcp add`, doctor said no client was configured)."""
+    out: list[Check] = []
+    state = shown(home / claude_code.STATE, home)
+    for each in found:
+        where = (
+            f"{state} ({each.scope} scope{'' if each.folder is None else ', ' + shown(each.folder, home)})"
+        )
+        got = each.entry.get("url")
+        if _same_url(got, url):
+            out.append(Check(True, f"Claude Code: {where} -> {url}"))
+            continue
+        remove = f"claude mcp remove --scope {each.scope} {SERVER_NAME}"
+        if each.folder is not None:
+            remove = f"cd {each.folder} && {remove}"
+        fix = f"{remove} && " + _with_url("sessionvault connect claude-code --apply", url, default)
+        out.append(Check(False, f"Claude Code: {where} points to {got or 'no URL'}, not {url}", fix))
     return out
 
 
@@ -224,9 +259,13 @@ def run_checks(
     default = str(target.server_url(cfg).value)
     here = registry.config_path("claude-code", home=home, cwd=cwd)
     claude = claude_code.projects(home, also=[here.parent])
-    elsewhere = frozenset({"claude-code"} if claude else ())
+    added = claude_code.added(home)
+    elsewhere = frozenset({"claude-code"} if claude or added else ())
     client_checks, configured = check_clients(url, home=home, cwd=cwd, default=default, elsewhere=elsewhere)
-    claude_checks = check_claude_projects(url, claude, home=home, here=here, default=default)
+    claude_checks = [
+        *check_claude_added(url, added, home=home, default=default),
+        *check_claude_projects(url, claude, home=home, here=here, default=default, added=added),
+    ]
     hook_checks = check_hooks(configured, home=home, cwd=cwd, state=cfg.state)
     return out + client_checks + claude_checks + hook_checks + check_spool(cfg.state)
 
