@@ -21,7 +21,7 @@ from sessionvault.errors import ConfigError, ValidationFailed
 from sessionvault.local.data import export_files
 from sessionvault.local.data import readable as diff
 from sessionvault.local.remote import api_client as client
-from sessionvault.local.remote.answers import Listing
+from sessionvault.local.remote.api_types import Listing
 
 LIST_PAGE = 100  # the API's largest page
 

@@ -33,7 +33,7 @@ from sessionvault.errors import (
 )
 from sessionvault.server.edge import read_body, respond
 from sessionvault.server.text_checks import json_problem
-from sessionvault.service import account, portability
+from sessionvault.service import account_view, portability
 from sessionvault.service.principal import Principal
 from sessionvault.service.vault import Vault
 
@@ -214,7 +214,7 @@ def _search(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
 def _handoffs(vault: Vault, who: Principal, q: dict[str, str]) -> dict[str, Any]:
     repo = records.parse(records.ListArgs, {"repo": q.get("repo", "")}).repo
     limit = min(_int(q, "limit", 50), 200)
-    return {"handoffs": account.offers(vault.db, who, repo, q.get("state", ""), limit)}
+    return {"handoffs": account_view.offers(vault.db, who, repo, q.get("state", ""), limit)}
 
 
 def _status(exc: VaultError) -> int:

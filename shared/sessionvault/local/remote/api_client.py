@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import cast
 
 from sessionvault.errors import Unavailable
-from sessionvault.local.remote.answers import (
+from sessionvault.local.remote.api_types import (
     Deleted,
     ExportSession,
     HandoffList,

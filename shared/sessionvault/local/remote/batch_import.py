@@ -17,8 +17,8 @@ from functools import partial
 from typing import Any
 
 from sessionvault.errors import RateLimited, SessionVaultError, Unavailable, ValidationFailed
-from sessionvault.local.remote.answers import ImportResult
 from sessionvault.local.remote.api_client import import_export
+from sessionvault.local.remote.api_types import ImportResult
 from sessionvault.local.remote.transport import Api
 
 

@@ -16,7 +16,7 @@ from sessionvault.server.web.call import Call, run
 from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import clients
 from sessionvault.server.web.responses import send_page
-from sessionvault.service import account, workspace_view
+from sessionvault.service import account_view, workspace_view
 
 SESSIONS = 100  # the newest sessions the per-client times come from
 OFFERS = 200
@@ -29,7 +29,7 @@ async def clients_page(gate: Gate, call: Call, send: Send) -> None:
         return
     who = signed.who
     listed = await run(lambda: gate.rt.vault.list(who, records.ListArgs(limit=SESSIONS)))
-    offered = await run(lambda: account.offers(gate.rt.db, who, limit=OFFERS))
+    offered = await run(lambda: account_view.offers(gate.rt.db, who, limit=OFFERS))
     now = datetime.now(UTC)
     recent = [
         o for o in offered if (at := clients.moment(o.get("offered_at"))) and now - at <= clients.WINDOW

@@ -17,7 +17,7 @@ from sessionvault.server.web.pages.handoffs import handoffs as offers_page
 from sessionvault.server.web.pages.layout import Chrome
 from sessionvault.server.web.pages.spaces import offers_to_you
 from sessionvault.server.web.responses import send_page
-from sessionvault.service import account, workspace_view
+from sessionvault.service import account_view, workspace_view
 from sessionvault.service.principal import Principal
 
 OFFERS = 200
@@ -32,13 +32,18 @@ async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
         return
     who, key_hash = signed.who, signed.session.key_hash
     to_you = await run(lambda: workspace_view.offers_to_me(gate.rt.db, key_hash))
-    rows = await run(lambda: account.offers(gate.rt.db, who, limit=OFFERS))
+    rows = await run(lambda: account_view.offers(gate.rt.db, who, limit=OFFERS))
     await send_page(call, send, offers_page(signed.chrome, rows, to_you=offers_to_you(signed.chrome, to_you)))
 
 
 async def activity_page(gate: Gate, call: Call, send: Send) -> None:
     await _rows_page(
-        gate, call, send, "activity", lambda user: account.activity(gate.rt.db, user, ACTIVITY_ROWS), activity
+        gate,
+        call,
+        send,
+        "activity",
+        lambda user: account_view.activity(gate.rt.db, user, ACTIVITY_ROWS),
+        activity,
     )
 
 

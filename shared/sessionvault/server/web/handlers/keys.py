@@ -16,7 +16,7 @@ from sessionvault.server.web.gate import Gate
 from sessionvault.server.web.pages import keys
 from sessionvault.server.web.pages.layout import link
 from sessionvault.server.web.responses import redirect, send_page
-from sessionvault.service import account
+from sessionvault.service import account_view
 
 REVOKE_SCOPE = "delete"  # revoking a key cannot be undone, like a delete: docs/web.md
 GONE = "no such active key of yours: it may have been revoked already"
@@ -26,7 +26,7 @@ async def keys_page(gate: Gate, call: Call, send: Send) -> None:
     signed = await gate.required(call, send, "keys")
     if signed is None:
         return
-    listed = await run(lambda: account.keys(gate.rt.db, signed.session.key_hash))
+    listed = await run(lambda: account_view.keys(gate.rt.db, signed.session.key_hash))
     revoked = call.query.get("revoked", "")
     shown = revoked if revoked.startswith(apikeys.PREFIX) and len(revoked) == apikeys.PREFIX_CHARS else ""
     can = REVOKE_SCOPE in signed.who.scopes
@@ -46,7 +46,7 @@ async def revoke(gate: Gate, call: Call, send: Send) -> None:
     if REVOKE_SCOPE not in signed.who.scopes:
         raise _scope(signed.who.scopes)
     key_id = params.key_id(call.form.get("key", ""))
-    listed = await run(lambda: account.keys(gate.rt.db, signed.session.key_hash))
+    listed = await run(lambda: account_view.keys(gate.rt.db, signed.session.key_hash))
     target = next((k for k in listed if str(k["id"]) == key_id and not k["revoked_at"]), None)
     if target is None:
         raise NotFound(GONE)
@@ -55,7 +55,7 @@ async def revoke(gate: Gate, call: Call, send: Send) -> None:
         return
     if step != "revoke":
         raise ValidationFailed("invalid form: step must be confirm or revoke")
-    outcome = await run(lambda: account.revoke(gate.rt.db, signed.session.key_hash, key_id))
+    outcome = await run(lambda: account_view.revoke(gate.rt.db, signed.session.key_hash, key_id))
     if outcome == "scope":
         raise _scope(signed.who.scopes)
     if outcome != "revoked":
