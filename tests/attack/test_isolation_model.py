@@ -277,8 +277,9 @@ class Isolation(RuleBasedStateMachine):
             t, "search_sessions", {"query": query, "repo": repo, "max_results": limit}
         )
         assert not error, text
-        hits = out["results"]
-        assert len(hits) == min(limit, len(mine)), (len(hits), limit, len(mine))
+        hits = out["results"]  # the relevance floor may keep fewer (service/answers.relevant)
+        assert len(hits) <= min(limit, len(mine)), (len(hits), limit, len(mine))
+        assert name is None or hits, (name, out)
         for hit in hits:  # only this tenant's sessions, each as its head
             s = mine.get(hit["name"])
             assert s is not None, (hit, sorted(mine))

@@ -249,7 +249,7 @@ class Vault:
         hits = search.related(
             self.db, at, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
         )
-        return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in hits]
+        return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in answers.relevant(hits)]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         query = args.query
@@ -269,10 +269,16 @@ class Vault:
                 self.db, at, vector, self.embedder.model, repo=args.repo, limit=args.max_results
             )
         found = []
-        for h in hits:  # the first hit settles which key opens them all
+        for h in answers.relevant(hits):  # the first hit settles which key opens them all
             space, record = self._opened(who, space, h)
             found.append(answers.hit(record, h, space.name))
-        return pack(found, args.max_tokens, FRAME_CHARS)
+        out = pack(found, args.max_tokens, FRAME_CHARS)
+        if hits and not found:  # say why nothing came back: the words, not an empty vault
+            out["hint"] = (
+                f"no saved session is close in meaning (every score below {answers.MIN_SCORE});"
+                " try other words, or list_sessions"
+            )
+        return out
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)
