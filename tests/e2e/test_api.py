@@ -102,6 +102,9 @@ def test_list_get_versions_search_and_delete(server, runtime, http) -> None:
     refused = api(http, server.url, writer.key, "DELETE", "/session", params={"name": "plan"})
     assert refused.status_code == 403  # a key without delete cannot, as over MCP
     assert "'delete' scope" in check(refused, "/session", "delete")["error"]["message"]
+    in_team = api(http, server.url, writer.key, "DELETE", "/session", params={"name": "p", "workspace": "t"})
+    said = check(in_team, "/session", "delete")["error"]["message"]
+    assert "in workspace 't' your role must allow it too" in said  # a new key alone may not do
     deleted = check(
         api(http, server.url, user.key, "DELETE", "/session", params={"name": "plan"}), "/session", "delete"
     )

@@ -96,10 +96,11 @@ class Api:
         self, route: Route, who: Principal, scope: Scope, receive: Receive, send: Send
     ) -> ErrorClass | None:
         """Answer one admitted call; returns the error class for the log (None when it succeeded)."""
-        if route.scope not in who.scopes:
-            await respond(send, 403, error_body("scope", scope_hint(route.scope, route.tool, who.scopes)))
-            return "scope"
         query = _query(scope)
+        if route.scope not in who.scopes:
+            hint = scope_hint(route.scope, route.tool, who.scopes, query.get("workspace", ""))
+            await respond(send, 403, error_body("scope", hint))
+            return "scope"
         try:
             if route.path == "/export":  # access is checked before its first byte (export_lines)
                 workspace = query.get("workspace", "")
