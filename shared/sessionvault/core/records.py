@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -159,8 +160,18 @@ class DeleteAllArgs(Strict):
 RECORD_FIELDS = ("summary", "plan", "decisions", "todos", "files", "errors", "tried")
 
 
+# A redaction marker (core/secret_patterns.MARKER), matched here without importing that table.
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9_]*\]")
+
+
 def preview(summary: str) -> str:
-    return summary[:PREVIEW_CHARS]
+    """The first PREVIEW_CHARS characters, never ending inside a redaction marker: a cut one
+    (`[REDAC`) reads as text someone wrote (issue 37), so the preview ends before it."""
+    cut = summary[:PREVIEW_CHARS]
+    opened = cut.rfind("[")
+    if opened >= 0 and "]" not in cut[opened:] and _MARKER.match(summary, opened):
+        return cut[:opened].rstrip()
+    return cut
 
 
 def parse(model: type[Strict], arguments: dict[str, Any] | None) -> Any:

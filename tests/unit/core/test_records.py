@@ -84,3 +84,12 @@ def test_required_fields():
 
 def test_preview_is_the_first_120_characters():
     assert records.preview("a" * 500) == "a" * 120
+
+
+@pytest.mark.parametrize("at", [110, 115, 119])
+def test_a_preview_never_ends_inside_a_redaction_marker(at):
+    summary = "x" * (at - 1) + " [REDACTED:github_token] then the rest"
+    assert records.preview(summary) == "x" * (at - 1)
+    whole = "y" * 90 + " [REDACTED:aws_key] z" + "w" * 50  # a marker that fits stays whole
+    assert "[REDACTED:aws_key]" in records.preview(whole)
+    assert records.preview("a [bracket that is not a marker" + "b" * 100).startswith("a [bracket")
