@@ -246,6 +246,8 @@ def test_a_stop_signal_drains_cleans_up_and_exits_0(home: Path, key: str, sig: i
     assert not (home / "server.pid").exists()
     assert statelock.holder(home) is None
     assert not embedded.running(home)
+    # ... and said so, on the terminal the banner was on (issue 37: Ctrl-C said nothing)
+    assert "SessionVault stopped: the server (requests drained); PostgreSQL stopped" in dev.text()
     assert json.loads((home / "pgdata" / ".handle_pids.json").read_text() or "[]") == []
     again = Dev(home)
     try:

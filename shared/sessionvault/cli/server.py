@@ -101,7 +101,12 @@ def serve(
             # The server owns the database it serves from, however it got it (started, adopted
             # after a killed server, restarted): stopped on a clean exit unless another process
             # still holds it (issue 35 item 9).
-            embedded.release(t.home, stop_if_last=True)
+            stopped = embedded.release(t.home, stop_if_last=True)
+            database = "stopped" if stopped else "left running: another process uses it"
+            if lock is not None:  # a server that served (not a failed start) says what stopped
+                print(
+                    f"SessionVault stopped: the server (requests drained); PostgreSQL {database}", flush=True
+                )
         if lock is not None:
             lock.release()
 

