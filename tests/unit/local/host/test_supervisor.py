@@ -38,10 +38,14 @@ def until(check: Any) -> None:
 
 def supervise(db: Database, attempts: int, **options: Any) -> Supervisor:
     """A fast watch over the stand-in, which answers once it is up unless `options` say else."""
-    settings = {"restart": db.restart, "alive": db.alive, "answers": db.alive, **options}
-    return Supervisor(
-        Path("/nonexistent"), interval_s=0.01, attempts=attempts, first_pause_s=0.001, **settings
-    ).start()
+    settings = {
+        "restart": db.restart,
+        "alive": db.alive,
+        "answers": db.alive,
+        "first_pause_s": 0.001,
+        **options,
+    }
+    return Supervisor(Path("/nonexistent"), interval_s=0.01, attempts=attempts, **settings).start()
 
 
 def test_a_dead_database_is_started_again_after_failed_attempts() -> None:
@@ -88,5 +92,28 @@ def test_a_start_that_never_answers_is_a_failed_attempt() -> None:
     try:
         until(lambda: sup.gave_up)
         assert (sup.restarts, db.attempts) == (0, 2)
+    finally:
+        sup.stop()
+
+
+def test_a_start_that_answers_late_counts_when_it_answers_not_after_another_start() -> None:
+    """A loaded machine: the start answered after `ready_s`, during the pause before the next
+    attempt; "running again" waited for that attempt (and a test reading the log just after the
+    server served again saw none). Now the pause watches for the answer."""
+    db = Database(failures=0)
+    started_at: list[float] = []
+
+    def restart(home: Path) -> None:
+        started_at.append(time.monotonic())
+        db.restart(home)
+
+    def answers(home: Path) -> bool:  # answers 0.3 s after the start: past ready_s, within the pause
+        return bool(started_at) and time.monotonic() - started_at[0] >= 0.3
+
+    sup = supervise(db, attempts=3, restart=restart, answers=answers, ready_s=0.1, first_pause_s=5.0)
+    try:
+        until(lambda: sup.restarts == 1)
+        assert db.attempts == 1 and not sup.gave_up
+        assert time.monotonic() - started_at[0] < 5.0  # said when it answered, not after the pause
     finally:
         sup.stop()
