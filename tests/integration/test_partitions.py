@@ -10,8 +10,6 @@ policies. The prune runs as the maintenance role: it owns nothing, yet drops who
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,7 +22,7 @@ from sessionvault.db import partitions
 from sessionvault.db.migrations import migrate, migration_files, migrations_dir, version_of
 from sessionvault.db.pool import Database
 
-from ..support.cluster import Cluster, running_cluster
+from ..support.fresh import Fresh, fresh_embedded
 
 TABLES = ("audit_events", "workspace_access", "rate_counters", "auth_failures")
 ORDER = {"audit_events": "id", "workspace_access": "id", "rate_counters": "user_id, budget, span, slot",
@@ -40,50 +38,6 @@ def _partitioning() -> str:
     """The partitioning migration itself (later ones may change policies: 0020's InitPlans)."""
     versions = [version_of(f) for f in migration_files(migrations_dir())]
     return next(v for v in versions if v.endswith("_partitions"))
-
-
-@dataclass
-class Fresh:
-    """A new database: `owner` migrates it, `superuser` reads past row security."""
-
-    owner: str
-    superuser: str
-
-    def url_as(self, role: str) -> str:
-        return make_conninfo(self.owner, user=role, password="")
-
-
-def _with_db(url: str, dbname: str) -> str:
-    return make_conninfo("", **{**conninfo_to_dict(url), "dbname": dbname})
-
-
-@pytest.fixture(scope="module")
-def pg16() -> Iterator[Cluster]:
-    with running_cluster("sv-partitions-") as cluster:
-        yield cluster
-
-
-def _fresh_embedded(pg: Any) -> Fresh:
-    name = f"sv_parts_{secrets.token_hex(4)}"
-    with psycopg.connect(pg.owner_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    with psycopg.connect(_with_db(pg.owner_url, name), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION vector")
-    url = _with_db(pg.owner_url, name)
-    return Fresh(url, url)
-
-
-def _fresh_16(cluster: Cluster) -> Fresh:
-    name = cluster.fresh_database()
-    socket = {"host": str(cluster.pgdata), "port": str(cluster.port)}
-    return Fresh(cluster.owner_url(name), make_conninfo("", **socket, user="postgres", dbname=name))
-
-
-@pytest.fixture(params=["embedded-18", "password-16"])
-def fresh(request: pytest.FixtureRequest, pg: Any) -> Fresh:
-    if request.param == "embedded-18":
-        return _fresh_embedded(pg)
-    return _fresh_16(request.getfixturevalue("pg16"))
 
 
 _USER = "INSERT INTO users (name, dek_wrapped, key_id, kind) VALUES (%s, '\\x00', 'k', %s) RETURNING id"
@@ -289,7 +243,7 @@ def _day(days_ago: int) -> str:
 
 
 def test_the_prune_drops_whole_partitions_and_keeps_recent_rows(pg: Any) -> None:
-    fresh = _fresh_embedded(pg)
+    fresh = fresh_embedded(pg)
     migrate(fresh.owner, through=_before_partitions())
     with psycopg.connect(fresh.superuser) as conn:
         uid = _user(conn, "p")

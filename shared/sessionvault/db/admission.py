@@ -2,7 +2,7 @@
 sets the tenant, applies the rate limit of the request's budget and writes the request's audit
 row.
 
-`sessionvault_admit` (its live definition: migration 0008) does it all inside Postgres, as the serving
+`sessionvault_admit` (db/sql/functions/sessionvault_admit.sql) does it all inside Postgres, as the serving
 role and under RLS; the key (or token: both arrive as a SHA-256) is read through
 `sessionvault_key`, the one door the serving role has into the identity plane. A token must be
 bound to `resource`, this server's MCP URL. A refused key is counted per minute

@@ -1,19 +1,31 @@
-"""Versioned, idempotent SQL migrations, run as the owner role (never as the app role).
+"""Versioned, idempotent SQL migrations, then the live SQL functions, run as the owner role
+(never as the app role).
 
 The `.sql` files ship inside the package (`sessionvault/db/sql/`), so an installed package
 migrates. Each applied file's SHA-256 is recorded: editing a migration that a database already
 ran is refused loudly (add a new file instead), rather than silently leaving that database
-behind. An empty migration folder is an error too: "up to date" must never mean "found none"."""
+behind. An empty migration folder is an error too: "up to date" must never mean "found none".
+
+Migrations keep tables, data moves and policies. Every SQL function has one live text,
+`sql/functions/<name>.sql` (its definition, owner and grants), applied after the migrations
+whenever its checksum changed, and all of them after any migration ran (a landed migration may
+have replaced a function with its older text on the way up). They are applied twice in one
+transaction: first with body checks off, so no order among them matters, then with checks on,
+so every SQL-language body is checked against the complete catalogue. A fresh database and one
+upgraded from any earlier migration end with the same functions (tests/integration/
+test_sql_functions.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from sessionvault.errors import ConfigError
 
@@ -35,6 +47,13 @@ def migration_files(folder: Source) -> list[Source]:
     if not files:
         raise ConfigError(f"no migrations found in {folder}: the package is incomplete")
     return files
+
+
+def function_files(folder: Source) -> list[Source]:
+    functions = folder / "functions"
+    if not functions.is_dir():
+        return []
+    return sorted((f for f in functions.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
 
 
 def version_of(file: Source) -> str:
@@ -78,13 +97,47 @@ def migrate(owner_url: str, folder: Source | None = None, through: str | None = 
                     (version_of(file), checksum(file)),
                 )
                 applied.append(version_of(file))
+            if through is None:
+                _apply_functions(conn, function_files(folder), every=bool(applied))
     return applied
+
+
+def _apply_functions(conn: psycopg.Connection, files: list[Source], every: bool) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_functions (name text PRIMARY KEY,"
+        " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    done: dict[str, str] = dict(conn.execute("SELECT name, checksum FROM schema_functions").fetchall())
+    todo = [f for f in files if every or done.get(version_of(f)) != checksum(f)]
+    conn.execute("DELETE FROM schema_functions WHERE NOT name = ANY(%s)", ([version_of(f) for f in files],))
+    if not todo:
+        return
+    texts = [f.read_text() for f in todo]
+    # Replacing a function another role owns takes that role's membership (the migration owner
+    # need not be a superuser: RDS); borrowed for this transaction's work, given back after.
+    owners = sorted({o for t in texts for o in re.findall(r"OWNER TO (\w+);", t)})
+    borrowed = [
+        o
+        for o in owners
+        if not conn.execute("SELECT pg_has_role(%s, 'USAGE')", (o,)).fetchone()[0]  # type: ignore[index]
+    ]
+    for role in borrowed:
+        conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(role)))
+    for check in ("off", "on"):
+        conn.execute(f"SET LOCAL check_function_bodies = {check}")
+        for text in texts:
+            conn.execute(text)
+    for role in borrowed:
+        conn.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(sql.Identifier(role)))
+    conn.execute(
+        "INSERT INTO schema_functions (name, checksum) SELECT * FROM unnest(%s::text[], %s::text[])"
+        " ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()",
+        ([version_of(f) for f in todo], [checksum(f) for f in todo]),
+    )
 
 
 def create_database(server_url: str, name: str) -> None:
     """Create the database `name` on the server if it is not there yet (embedded set-up)."""
-    from psycopg import sql
-
     with psycopg.connect(server_url, autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -92,8 +145,6 @@ def create_database(server_url: str, name: str) -> None:
 
 def enable_login(owner_url: str, roles: tuple[str, ...]) -> None:
     """Let the migration-created roles log in (they get no superuser and no BYPASSRLS)."""
-    from psycopg import sql
-
     with psycopg.connect(owner_url, autocommit=True) as conn:
         for role in roles:
             conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(sql.Identifier(role)))

@@ -20,7 +20,7 @@ RESTORE_ROLE = "sessionvault_restore"
 # The migrations write these; a dump's copy is not loaded: the migrations' own record, and the
 # keys of the tenant proofs (migration 0020), which are this database's own (a proof lives 60 s,
 # so no restored row could need an old key).
-BOOKKEEPING = frozenset({"schema_migrations", "tenant_proof_keys"})
+BOOKKEEPING = frozenset({"schema_migrations", "schema_functions", "tenant_proof_keys"})
 
 _TABLES = """
 SELECT c.relname, a.attname FROM pg_class c
