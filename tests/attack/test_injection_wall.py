@@ -25,7 +25,7 @@ from ..e2e.test_web import Browser
 from ..support.injection import ROWS, SET, Script
 from ..support.jsonrpc import tool_result
 
-DOOR = "SELECT sessionvault_enter_key_tenant('\\x00'::bytea, '')"
+DOOR = "SELECT count(*) FROM sessionvault_enter_key('\\x00'::bytea, '')"
 WRITE = "UPDATE sessions SET repo = 'owned' WHERE user_id = ANY(%s::uuid[]) RETURNING 1"
 
 

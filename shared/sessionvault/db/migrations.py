@@ -121,12 +121,23 @@ def _apply_functions(conn: psycopg.Connection, files: list[Source], every: bool)
         for o in owners
         if not conn.execute("SELECT pg_has_role(%s, 'USAGE')", (o,)).fetchone()[0]  # type: ignore[index]
     ]
+    # A new function is made by the migrating role and handed to its owner, who needs CREATE on
+    # the schema for that; lent the same way.
+    creating = [
+        o
+        for o in owners
+        if not conn.execute("SELECT has_schema_privilege(%s, 'public', 'CREATE')", (o,)).fetchone()[0]  # type: ignore[index]
+    ]
     for role in borrowed:
         conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(role)))
+    for role in creating:
+        conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role)))
     for check in ("off", "on"):
         conn.execute(f"SET LOCAL check_function_bodies = {check}")
         for text in texts:
             conn.execute(text)
+    for role in creating:
+        conn.execute(sql.SQL("REVOKE CREATE ON SCHEMA public FROM {}").format(sql.Identifier(role)))
     for role in borrowed:
         conn.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(sql.Identifier(role)))
     conn.execute(

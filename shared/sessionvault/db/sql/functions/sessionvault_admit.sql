@@ -26,71 +26,23 @@ AS $$
 #variable_conflict use_column
 DECLARE
     k record;
-    v_now timestamptz := clock_timestamp();
-    v_minute integer;
-    v_day integer;
-    v_minute_free integer;
-    v_day_free integer;
+    c record;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
-
-    SELECT * INTO k FROM sessionvault_key(p_key_hash, p_resource);
-    status := coalesce(k.status, 'unknown_key');
-    IF status <> 'ok' THEN
-        INSERT INTO auth_failures AS f (slot, reason, hits)
-        VALUES (date_trunc('minute', v_now), status, 1)
-        ON CONFLICT ON CONSTRAINT auth_failures_pkey DO UPDATE SET hits = f.hits + 1;
-        RETURN NEXT;
-        RETURN;
+    SELECT * INTO k FROM sessionvault_enter_key(p_key_hash, p_resource);  -- the tenant: a proof
+    SELECT * INTO c FROM sessionvault_charge(coalesce(k.status, 'unknown_key'), k.user_id, k.client_id, p_budget,
+                                             p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
+    status := c.status;
+    IF k.status = 'ok' THEN
+        user_id := k.user_id;
+        dek_wrapped := k.dek_wrapped;
+        key_id := k.key_id;
+        scopes := k.scopes;
     END IF;
-
-    PERFORM sessionvault_enter_key_tenant(p_key_hash, p_resource);  -- a proof, not the id
-    user_id := k.user_id;
-    dek_wrapped := k.dek_wrapped;
-    key_id := k.key_id;
-    scopes := k.scopes;
-
-    PERFORM pg_advisory_xact_lock(hashtextextended(k.user_id::text || '/' || p_budget, 7));
-    SELECT
-        coalesce(sum(c.hits) FILTER (WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute'), 0),
-        coalesce(sum(c.hits) FILTER (WHERE c.span = 'day'), 0),
-        ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (
-            WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute')
-            + interval '1 minute' - v_now)),
-        ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (WHERE c.span = 'day') + interval '1 day' - v_now))
-    INTO v_minute, v_day, v_minute_free, v_day_free
-    FROM rate_counters c
-    WHERE c.user_id = k.user_id AND c.budget = p_budget
-      AND c.slot > v_now - interval '1 day';
-
-    IF p_per_day > 0 AND v_day >= p_per_day THEN
-        status := 'rate_limited';
-        full_window := 'day';
-        window_limit := p_per_day;
-        retry_after := greatest(1, v_day_free);
-    ELSIF v_minute >= p_per_minute THEN
-        status := 'rate_limited';
-        full_window := 'minute';
-        window_limit := p_per_minute;
-        retry_after := greatest(1, v_minute_free);
-    END IF;
-    IF status = 'rate_limited' THEN
-        INSERT INTO audit_events (user_id, request_id, tool, outcome, error_class, ip_hash, ua_hash,
-                                  oauth_client_id)
-        VALUES (k.user_id, p_request_id, p_tool, 'error', 'rate_limit', p_ip_hash, p_ua_hash, k.client_id)
-        RETURNING id INTO audit_id;
-        RETURN NEXT;
-        RETURN;
-    END IF;
-
-    INSERT INTO rate_counters AS c (user_id, budget, span, slot, hits)
-    VALUES (k.user_id, p_budget, 'minute', date_bin('5 seconds', v_now, timestamptz 'epoch'), 1),
-           (k.user_id, p_budget, 'day', date_bin('1 hour', v_now, timestamptz 'epoch'), 1)
-    ON CONFLICT ON CONSTRAINT rate_counters_pkey DO UPDATE SET hits = c.hits + 1;
-
-    INSERT INTO audit_events (user_id, request_id, tool, outcome, ip_hash, ua_hash, oauth_client_id)
-    VALUES (k.user_id, p_request_id, p_tool, 'ok', p_ip_hash, p_ua_hash, k.client_id)
-    RETURNING id INTO audit_id;
+    full_window := c.full_window;
+    window_limit := c.window_limit;
+    retry_after := c.retry_after;
+    audit_id := c.audit_id;
     RETURN NEXT;
 END;
 $$;

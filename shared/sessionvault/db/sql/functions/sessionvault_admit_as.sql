@@ -33,33 +33,37 @@ AS $$
 #variable_conflict use_column
 DECLARE
     k record;
-    a record;
+    c record;
     v_sync text := current_setting('synchronous_commit');
 BEGIN
     PERFORM set_config('lock_timeout', '2s', true);
-    SELECT * INTO k FROM sessionvault_key(p_key_hash, p_resource);
+    SELECT * INTO k FROM sessionvault_enter_key(p_key_hash, p_resource);  -- the tenant: a proof
     IF k.status = 'ok' AND (k.user_id <> p_user_id OR k.dek_wrapped <> p_dek_wrapped
                             OR NOT coalesce(string_to_array(p_scope, ',') <@ k.scopes, false)) THEN
+        PERFORM set_config('app.user_id', '', true);
         status := 'stale';
         RETURN NEXT;
         RETURN;
     END IF;
 
-    SELECT * INTO a FROM sessionvault_admit(p_key_hash, p_resource, p_budget, p_per_minute, p_per_day,
-                                            p_request_id, p_tool, p_ip_hash, p_ua_hash);
+    PERFORM set_config('synchronous_commit', 'off', true);
+    SELECT * INTO c FROM sessionvault_charge(coalesce(k.status, 'unknown_key'), k.user_id, k.client_id, p_budget,
+                                             p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
     PERFORM set_config('synchronous_commit', v_sync, true);
-    IF a.status <> 'ok' THEN
+    IF c.status <> 'ok' THEN
         PERFORM set_config('app.user_id', '', true);  -- a rate-limited call set it for its audit row
     END IF;
-    status := a.status;
-    user_id := a.user_id;
-    dek_wrapped := a.dek_wrapped;
-    key_id := a.key_id;
-    scopes := a.scopes;
-    full_window := a.full_window;
-    window_limit := a.window_limit;
-    retry_after := a.retry_after;
-    audit_id := a.audit_id;
+    status := c.status;
+    IF k.status = 'ok' THEN
+        user_id := k.user_id;
+        dek_wrapped := k.dek_wrapped;
+        key_id := k.key_id;
+        scopes := k.scopes;
+    END IF;
+    full_window := c.full_window;
+    window_limit := c.window_limit;
+    retry_after := c.retry_after;
+    audit_id := c.audit_id;
     RETURN NEXT;
 END;
 $$;
