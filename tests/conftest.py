@@ -121,6 +121,14 @@ def runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
 
 
 @pytest.fixture(scope="session")
+def maint_rt(pg: embedded.Embedded) -> Iterator[Runtime]:
+    """The maintenance function's own role (as in Lambda), no embedding model."""
+    rt = open_runtime(make_settings(pg, database_url=pg.maint_url), pool_size=2)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="session")
 def local_runtime(pg: embedded.Embedded) -> Iterator[Runtime]:
     """The real offline model (all-MiniLM-L6-v2), loaded once for the run."""
     rt = open_runtime(make_settings(pg, embeddings="local"))

@@ -511,7 +511,13 @@ def test_saves_are_kept_while_the_provider_is_down_and_reembedded_later(
             assert not result["isError"], result
             assert result["structuredContent"]["embedded"] is False
             assert log.get("error_class") is None
+        # Search answers by the words alone while the provider is down, and says so (issue 36);
+        # a query with no word to match has nothing to go on.
         result, log = call("search_sessions", {"query": "kafka"})
+        assert not result["isError"] and log.get("error_class") is None, (result, log)
+        assert [h["name"] for h in result["structuredContent"]["results"]] == ["down-a"]
+        assert "words only" in result["structuredContent"]["notice"]
+        result, log = call("search_sessions", {"query": "the"})
         assert result["isError"] and log.get("error_class") == "provider", (result, log)
         assert "list_sessions and load_session still work" in result["content"][0]["text"]
         loaded, _ = call("load_session", {"name": "down-c"})

@@ -11,11 +11,10 @@ import pytest
 from sessionvault.core import records
 from sessionvault.db import identity
 from sessionvault.jobs import maintenance, rekey
-from sessionvault.runtime import open_runtime
 from sessionvault.service import sealing
 from sessionvault.service.principal import Principal
 
-from ..conftest import admin_db, make_settings, make_user, proof_for
+from ..conftest import admin_db, make_user, proof_for
 from .test_sealing import as_saved_before_0012
 
 SUMMARY = "Half done: the token refresh path is wired, the retry on 401 is not; " + "x" * 80
@@ -56,14 +55,6 @@ def as_saved_before_0015(rt, who, name: str) -> str:
             "UPDATE sessions SET preview = %s, sealed_preview = NULL WHERE id = %s", (text, row["id"])
         )
     return text
-
-
-@pytest.fixture(scope="module")
-def maint_rt(pg):
-    """The maintenance function's own role (as in Lambda), no embedding model."""
-    rt = open_runtime(make_settings(pg, database_url=pg.maint_url), pool_size=2)
-    yield rt
-    rt.close()
 
 
 def test_a_save_stores_the_preview_sealed_and_nothing_of_it_in_plaintext(runtime, pg):

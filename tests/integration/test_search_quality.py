@@ -62,7 +62,7 @@ def test_a_query_about_nothing_saved_returns_nothing_and_says_why(local_runtime,
     """Every session used to come back, negative scores included (issue 36)."""
     out = local_runtime.vault.search(corpus, records.parse(records.SearchArgs, {"query": query}))
     assert out["results"] == [], out["results"]
-    assert "no saved session is close in meaning" in out["hint"]
+    assert "no saved session names these words or is close in meaning" in out["hint"]
 
 
 @pytest.mark.parametrize("query", ONE_NEAR)

@@ -93,7 +93,7 @@ class BrokenEmbedder:
         return None  # what every provider returns on an error or a timeout
 
 
-def test_embedding_failure_still_saves_and_search_skips_the_row(local_runtime):
+def test_embedding_failure_still_saves_and_search_finds_the_row_by_its_words(local_runtime):
     who = make_user(local_runtime).principal
     broken = Vault(local_runtime.db, local_runtime.keys, BrokenEmbedder())
     out = save(broken, who, name="no-vector", summary="database connection pooling")
@@ -101,7 +101,22 @@ def test_embedding_failure_still_saves_and_search_skips_the_row(local_runtime):
     assert load(local_runtime.vault, who, name="no-vector")["summary"] == "database connection pooling"
     save(local_runtime.vault, who, name="with-vector", summary="connection pool tuning for postgres")
     hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "connection pooling"}))
-    assert [h["name"] for h in hits["results"]] == ["with-vector"]
+    found = {h["name"]: h for h in hits["results"]}
+    assert set(found) == {"with-vector", "no-vector"}
+    assert found["no-vector"]["matched"] == "keyword" and "score" not in found["no-vector"]  # no vector
+    assert found["with-vector"]["matched"] in ("meaning", "both") and found["with-vector"]["score"] > 0
+
+
+def test_without_an_embedding_provider_search_answers_by_keyword_and_says_so(local_runtime):
+    who = make_user(local_runtime).principal
+    save(local_runtime.vault, who, name="pool", summary="raised max_connections after ERR_POOL_EXHAUSTED")
+    save(local_runtime.vault, who, name="css", summary="sidebar collapses on mobile")
+    broken = Vault(local_runtime.db, local_runtime.keys, BrokenEmbedder())
+    out = broken.search(who, records.parse(records.SearchArgs, {"query": "ERR_POOL_EXHAUSTED again"}))
+    assert [(h["name"], h["matched"]) for h in out["results"]] == [("pool", "keyword")]
+    assert "words only" in out["notice"]
+    with pytest.raises(ProviderUnavailable):  # nothing to match by meaning nor by word
+        broken.search(who, records.parse(records.SearchArgs, {"query": "the"}))
 
 
 def test_a_ciphertext_moved_to_another_row_fails(runtime, pg, user):

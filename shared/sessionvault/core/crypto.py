@@ -97,3 +97,15 @@ def open_preview(key: bytes, sealed: bytes, associated_data: bytes) -> str:
     if len(sealed) < NONCE_BYTES + TAG_BYTES:
         raise DecryptionFailed()
     return unseal(key, sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], associated_data).decode()
+
+
+def term_key(dek: bytes, space_id: str) -> bytes:
+    """The key a space's search terms are tokenised under: derived from its data key and bound
+    to the space, so equal terms in two spaces give unrelated tokens, and a re-key changes them."""
+    return hmac.new(dek, b"sessionvault/terms/v1\x1f" + space_id.encode(), hashlib.sha256).digest()
+
+
+def term_token(key: bytes, term: str) -> bytes:
+    """A term as the database stores and matches it: 16 bytes of HMAC-SHA256 (a collision
+    among a space's terms is a 2^-64 chance), nothing of the term without the key."""
+    return hmac.new(key, term.encode(), hashlib.sha256).digest()[:16]

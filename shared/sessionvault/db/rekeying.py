@@ -4,7 +4,9 @@ transaction that holds the user's usage row (see `jobs.rekey`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from sessionvault.db import terms
 from sessionvault.db.pool import Connection, Database
 from sessionvault.db.saves import ENSURE_USAGE
 from sessionvault.db.sessions import Row
@@ -23,15 +25,24 @@ _RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session
 _RESEAL_HEAD = "UPDATE sessions SET meta_mac = %s, sealed_preview = %s, preview = '' WHERE id = %s"
 
 
+@dataclass(frozen=True)
+class HeadSeal:
+    """What a head row holds that the data key made: its MAC, its sealed preview, its terms."""
+
+    mac: bytes
+    preview: bytes
+    terms: terms.Terms
+
+
 def reencrypt(
     db: Database,
     user_id: str,
-    reseal: Callable[[Row], tuple[bytes, bytes, tuple[bytes, bytes] | None]],
+    reseal: Callable[[Row], tuple[bytes, bytes, HeadSeal | None]],
     new_fp: bytes,
     switch_key: Callable[[Connection], None],
 ) -> int:
     """Every version of the user's sessions through `reseal(row)` -> (nonce, ciphertext, and
-    for a head's version its new MAC and sealed preview, None for older versions), then
+    for a head's version its new MAC, sealed preview and terms, None for older versions), then
     `switch_key(conn)`, all in one transaction that holds the user's usage row: saves wait, and
     one that read the old key before is refused (`dek_fp`). Returns the number of versions
     re-encrypted."""
@@ -44,7 +55,8 @@ def reencrypt(
             nonce, ciphertext, head = reseal(row)
             conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
             if head is not None:
-                conn.execute(_RESEAL_HEAD, (*head, row["id"]))
+                conn.execute(_RESEAL_HEAD, (head.mac, head.preview, row["id"]))
+                terms.replace(conn, user_id, row, head.terms)
         conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
         switch_key(conn)
         return len(rows)

@@ -27,6 +27,7 @@ class Head:
     client: str
     embedding: list[float] | None
     model: str | None
+    terms: tuple[tuple[bytes, int], ...] = ()  # keyed tokens and counts (service/sealing.terms_of)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,18 @@ SELECT saved.id, saved.version, %(user_id)s, %(repo)s, %(from_client)s, %(to_cli
 FROM saved
 """
 )
+# The saved head's search terms replace its previous version's (keyed tokens: migration 0022).
+_TERMS = (
+    "WITH"
+    + _SAVED_HEAD
+    + """,
+gone AS (DELETE FROM session_terms t USING saved WHERE t.session_id = saved.id),
+marked AS (UPDATE sessions s SET terms_indexed = true FROM saved WHERE s.id = saved.id)
+INSERT INTO session_terms (session_id, user_id, token, tf)
+SELECT saved.id, %(user_id)s, t.token, t.tf
+FROM saved, unnest(%(tokens)s::bytea[], %(tfs)s::smallint[]) AS t (token, tf)
+"""
+)
 _USAGE = "SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %s"
 
 
@@ -230,6 +243,8 @@ def save(db: Database, at: Tenant, head: Head, version: Sealed, policy: Policy) 
         "auto_keep": checkpoint.keep if checkpoint else 0,
         "max_age_days": checkpoint.max_age_days if checkpoint else 0,
         "max_total": checkpoint.max_total if checkpoint else 0,
+        "tokens": [token for token, _ in head.terms],
+        "tfs": [tf for _, tf in head.terms],
     }
 
     def work(conn: Connection) -> tuple[Cursor, Cursor | None]:
@@ -238,6 +253,7 @@ def save(db: Database, at: Tenant, head: Head, version: Sealed, policy: Policy) 
         saved = conn.execute(_SAVED_ROW, params)
         same = conn.execute(_UNCHANGED, params) if params["dedupe"] else None
         conn.execute(_PRUNE_AND_COUNT, params)
+        conn.execute(_TERMS, params)
         if offer is not None:
             offered = {
                 "from_client": offer.from_client,

@@ -1,5 +1,6 @@
 """Scheduled work: prune rate-limit and audit rows, re-embed sessions that have no vector,
-seal the previews saved in plaintext before migration 0015.
+seal the previews saved in plaintext before migration 0015, give the heads saved before
+migration 0022 their keyed search terms.
 
 RLS stays in force here too: each job walks the users (identity plane) and works inside one
 tenant transaction per user. The prunes are the exception: the rate-limit and audit tables
@@ -16,11 +17,11 @@ from typing import Any
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.core.records import embedding_text
-from sessionvault.db import backfill, identity, oauth, partitions, previews
+from sessionvault.db import backfill, identity, oauth, partitions, previews, terms
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
 from sessionvault.service.principal import Principal
-from sessionvault.service.sealing import open_record, seal_preview
+from sessionvault.service.sealing import open_record, seal_preview, terms_of
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,35 @@ def seal_previews(rt: Runtime, batch: int = 1000) -> dict[str, int]:
     return {"sealed": sealed, "skipped_users": skipped}
 
 
+def index_terms(rt: Runtime, batch: int = 500) -> dict[str, int]:
+    """Give up to `batch` heads saved before migration 0022 their search terms, keyed under their
+    tenant's data key; run it again until `indexed` is 0 (a save indexes its own). A head that
+    cannot be opened is counted as failed and tried again next run; a user whose key cannot be
+    unwrapped is skipped and counted."""
+    indexed = failed = skipped = 0
+    for user in identity.users(rt.db):
+        if indexed + failed >= batch:
+            break
+        rows = terms.unindexed(rt.db, user["id"], batch - indexed - failed)
+        if not rows:
+            continue
+        try:
+            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
+        except Exception as exc:
+            _log_skip("indexing terms skipped a user", user["id"], exc)
+            skipped += 1
+            continue
+        opened = []
+        for row in rows:
+            try:
+                opened.append((row, terms_of(dek, user["id"], open_record(dek, user["id"], row))))
+            except Exception as exc:  # an unreadable row: count it, never let it stop the job
+                _log_skip("indexing terms could not read a session", user["id"], exc)
+                failed += 1
+        indexed += terms.store(rt.db, user["id"], opened)
+    return {"indexed": indexed, "failed": failed, "skipped_users": skipped}
+
+
 def _log_skip(message: str, user_id: str, exc: Exception) -> None:
     log.error(message, extra={"user_id": user_id, "error_type": type(exc).__name__})
 
@@ -132,6 +162,7 @@ TASKS: dict[str, Callable[[Runtime], dict[str, int]]] = {
     "prune_oauth": prune_oauth,
     "reembed": reembed,
     "seal_previews": seal_previews,
+    "index_terms": index_terms,
 }
 
 

@@ -5,6 +5,7 @@ the new one; a run that stops resumes with the users keyed before it began."""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime
 from typing import Any
@@ -25,11 +26,10 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
     old_dek = rt.keys.provider.unwrap(user_id, identity.wrapped_key(rt.db, user_id))
     new_dek, new_wrapped = rt.keys.provider.generate_data_key(user_id)
 
-    def reseal(row: dict[str, Any]) -> tuple[bytes, bytes, tuple[bytes, bytes] | None]:
+    def reseal(row: dict[str, Any]) -> tuple[bytes, bytes, rekeying.HeadSeal | None]:
         aad = sealing.aad_of(user_id, row)  # the same binding (v1 or v2), under the new key
-        nonce, ciphertext = crypto.seal(
-            new_dek, crypto.unseal(old_dek, row["nonce"], row["ciphertext"], aad), aad
-        )
+        plaintext = crypto.unseal(old_dek, row["nonce"], row["ciphertext"], aad)
+        nonce, ciphertext = crypto.seal(new_dek, plaintext, aad)
         if row["version"] != row["head"]:
             return nonce, ciphertext, None
         # The head's preview, sealed under the new key (a plaintext one too: migration 0015).
@@ -38,7 +38,10 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
             raise DecryptionFailed()
         head = Head(row["name"], row["repo"], preview, row["client"], None, None)
         mac = sealing.head_mac(new_dek, user_id, row, head)
-        return nonce, ciphertext, (mac, sealing.seal_preview(new_dek, user_id, row, preview))
+        # Its search terms, keyed under the new key (tokens under the old one would match nothing).
+        indexed = sealing.terms_of(new_dek, user_id, json.loads(plaintext))
+        sealed_preview = sealing.seal_preview(new_dek, user_id, row, preview)
+        return nonce, ciphertext, rekeying.HeadSeal(mac, sealed_preview, indexed)
 
     def switch(conn: Connection) -> None:
         identity.replace_wrapped_key(conn, user_id, new_wrapped)

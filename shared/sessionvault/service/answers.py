@@ -68,15 +68,53 @@ def relevant(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [h for h in hits if score(h) >= floor]
 
 
+# A keyword hit must name at least KEYWORD_COVER of the query (its score's share of what a
+# session holding every query term would score, rarer terms weighing more) and score at least
+# TOP_SHARE of the best keyword hit: a session that shares one common word with a sentence-long
+# query does not come back, nor one that names a part of an identifier beside one naming all.
+KEYWORD_COVER = 0.5
+
+
+def keyword_relevant(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The keyword hits (best first) at or above their floor."""
+    floor = TOP_SHARE * float(hits[0]["keyword_score"]) if hits else 0.0
+    return [
+        h for h in hits if float(h["keyword_score"]) >= floor and float(h["keyword_cover"]) >= KEYWORD_COVER
+    ]
+
+
+# Reciprocal rank fusion (Cormack, Clarke and Buettcher, 2009): each list gives a hit
+# 1 / (RRF_K + its rank); the usual constant, so that the first places of either list count
+# alike and a hit both lists found comes first.
+RRF_K = 60
+
+
+Hits = list[dict[str, Any]]
+
+
+def fused(by_meaning: Hits, by_keyword: Hits, limit: int) -> Hits:
+    """One ranking of the hits by meaning and by keyword (each above its floor), best first,
+    each saying why it matched: "meaning", "keyword" or "both"."""
+    rows: dict[str, dict[str, Any]] = {}
+    points: dict[str, float] = {}
+    why: dict[str, list[str]] = {}
+    for kind, hits in (("meaning", relevant(by_meaning)), ("keyword", keyword_relevant(by_keyword))):
+        for rank, found in enumerate(hits, 1):
+            key = str(found["id"])
+            rows.setdefault(key, found)
+            points[key] = points.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            why.setdefault(key, []).append(kind)
+    best = sorted(points, key=lambda key: -points[key])[:limit]
+    return [{**rows[key], "matched": "both" if len(why[key]) == 2 else why[key][0]} for key in best]
+
+
 def hit(record: dict[str, Any], hit: Mapping[str, Any], workspace: str = "") -> dict[str, Any]:
-    found = {
-        "name": hit["name"],
-        "repo": hit["repo"],
-        "score": score(hit),
-        "version": hit["version"],
-        "saved_at": record["saved_at"],
-        "summary": record["summary"],
-    }
+    found: dict[str, Any] = {"name": hit["name"], "repo": hit["repo"]}
+    if hit.get("distance") is not None:  # how close in meaning; absent without a vector
+        found["score"] = score(hit)
+    if "matched" in hit:
+        found["matched"] = hit["matched"]
+    found.update(version=hit["version"], saved_at=record["saved_at"], summary=record["summary"])
     if workspace:
         found["workspace"] = workspace
     return found

@@ -6,7 +6,10 @@ its `seal_id` is NULL for v1.
 
 Since migration 0015 a head's preview is sealed too (`sealed_preview`, bound like its version,
 under a label of its own); heads saved before keep a plaintext `preview` until the
-`seal_previews` task seals it. The head's MAC covers the preview's text either way."""
+`seal_previews` task seals it. The head's MAC covers the preview's text either way.
+
+Since migration 0022 a head's search terms are kept as tokens keyed by the space's data key
+(`terms_of`), so the database matches keywords without holding one."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from sessionvault.core import crypto
+from sessionvault.core import crypto, terms
+from sessionvault.core.records import embedding_text
 from sessionvault.db.saves import Head, Sealed
 from sessionvault.errors import DecryptionFailed
 
@@ -80,3 +84,19 @@ def preview_aad_of(user_id: str, row: Mapping[str, Any]) -> bytes:
     if row["seal_id"] is not None:
         return crypto.preview_aad(user_id, str(row["seal_id"]), row["name"])
     return crypto.legacy_preview_aad(user_id, str(row["id"]), row["name"], row["version"])
+
+
+MAX_TF = 32767  # the column is a smallint
+
+
+def terms_of(dek: bytes, space_id: str, record: Mapping[str, Any]) -> tuple[tuple[bytes, int], ...]:
+    """The record's search terms as the database keeps them: keyed tokens and counts."""
+    key = crypto.term_key(dek, space_id)
+    counted = terms.terms(embedding_text(record))
+    return tuple((crypto.term_token(key, term), min(n, MAX_TF)) for term, n in sorted(counted.items()))
+
+
+def query_tokens(dek: bytes, space_id: str, query: str) -> list[bytes]:
+    """A query's terms as tokens of the space it searches."""
+    key = crypto.term_key(dek, space_id)
+    return [crypto.term_token(key, term) for term in sorted(terms.terms(query))]

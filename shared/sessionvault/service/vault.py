@@ -1,5 +1,6 @@
-"""What the tools do: save, load, search, list and delete sessions for one authenticated user.
-Logic lives here; SQL lives in `db.sessions`; the tenant comes only from the Principal."""
+"""What the tools do: save, load, search, list and delete sessions for one authenticated user
+(load and search: service/reader.py). Logic lives here; SQL lives in `db/`; the tenant comes
+only from the Principal."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sessionvault.core import crypto, framing
-from sessionvault.core.apikeys import scope_hint
-from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import (
     AUTO_HISTORY,
     AUTO_KEEP,
@@ -24,7 +23,6 @@ from sessionvault.core.keys import DekCache
 from sessionvault.core.records import (
     MAX_NAME,
     MAX_REPO,
-    RECORD_FIELDS,
     SAVE_CONTROLS,
     DeleteArgs,
     ListArgs,
@@ -34,19 +32,16 @@ from sessionvault.core.records import (
     embedding_text,
 )
 from sessionvault.core.records import preview as make_preview
-from sessionvault.core.repos import canonical_repo
-from sessionvault.db import deletes, saves, search, workspaces
+from sessionvault.db import deletes, saves, workspaces
 from sessionvault.db import sessions as store
-from sessionvault.db.pool import Database, Tenant
+from sessionvault.db.pool import Database
 from sessionvault.errors import (
-    DecryptionFailed,
     KeyReplaced,
-    ProviderUnavailable,
-    ScopeMissing,
     ValidationFailed,
 )
-from sessionvault.service import answers, claims, handoff, save_checks, sealing
+from sessionvault.service import answers, handoff, save_checks, sealing
 from sessionvault.service.principal import Principal
+from sessionvault.service.reader import Reader
 from sessionvault.service.spaces import Space, Spaces
 
 RELATED_LIMIT = 5
@@ -71,15 +66,32 @@ class Vault:
     ):
         self.db = db
         self.keys = keys
-        self.embedder = embedder
         self.history_keep = history_keep
         self.quota = quota
-        self.redact = redact  # scrub secrets before anything is stored (settings.redact_secrets)
         self.handoff_ttl_days = handoff_ttl_days  # how long an offered handoff stays claimable
         self.spaces = Spaces(db)
+        self.reader = Reader(db, keys, embedder, self.spaces, redact)
 
     def _dek(self, space: Space) -> bytes:
-        return self.keys.unwrap(space.id, space.wrapped)
+        return self.reader.dek(space)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding provider, one for saves and searches (the reader holds it)."""
+        return self.reader.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self.reader.embedder = embedder
+
+    @property
+    def redact(self) -> bool:
+        """Scrub secrets before anything is stored or sent to a provider (settings.redact_secrets)."""
+        return self.reader.redact
+
+    @redact.setter
+    def redact(self, redact: bool) -> None:
+        self.reader.redact = redact
 
     def save(self, who: Principal, args: SaveArgs, *, checkpoint: bool = False) -> dict[str, Any]:
         """Save a version. `checkpoint`: the capture hooks' path (checkpoint_session), the only
@@ -122,7 +134,8 @@ class Vault:
         vector = self.embedder.embed(embedding_text(record))
         dek = self._dek(space)
         preview = make_preview(record["summary"])
-        head = saves.Head(name, record["repo"], preview, record["client"], vector, self.embedder.model)
+        model, indexed = self.embedder.model, sealing.terms_of(dek, space.id, record)
+        head = saves.Head(name, record["repo"], preview, record["client"], vector, model, indexed)
 
         fp = crypto.fingerprint(dek)
         digest = crypto.content_digest(dek, space.id, json.dumps(record, sort_keys=True).encode())
@@ -181,104 +194,10 @@ class Vault:
         return saves.Offer(client, args.to_client, self.handoff_ttl_days, who.user_id, to_user)
 
     def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
-        if args.accept:
-            if "write" not in who.scopes:  # a claim changes the handoff's state
-                raise ScopeMissing(scope_hint("write", "load_session with accept=true", who.scopes))
-            space, row, last = claims.claim(self.db, self.spaces, who, args)
-            if row is None:
-                return handoff.not_claimed(args, last)
-        elif args.name:
-            space = self.spaces.of(who, args.workspace)
-            with self.spaces.entered(who, space, "read", "load_session") as at:
-                row = store.get_by_name(self.db, at, args.name, args.version or None)
-                if row is None:
-                    kept = store.versions_of(self.db, at, args.name) if args.version else None
-                    return answers.not_found(args, kept)
-        else:
-            space, row, _ = claims.latest(self.db, self.spaces, who, args)
-        if row is None:
-            return answers.not_found(args)
-        space, record = self._opened(who, space, row)
-        dek = self._dek(space)
-        out: dict[str, Any] = {
-            "notice": framing.RESULT_NOTICE,
-            "found": True,
-            "name": row["name"],
-            "repo": canonical_repo(record["repo"]),  # as saved, in a version from before 0006
-            "version": row["version"],
-            "latest_version": row["head"],
-            "saved_at": record["saved_at"],
-            "client": record["client"],  # the authenticated copy, not the plaintext column
-        }
-        if space.name:
-            out["workspace"] = space.name
-        if is_automatic(row["name"]):
-            out["automatic"] = True
-        for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
-            if record.get(anchor):
-                out[anchor] = record[anchor]
-        offered = handoff.state_of(row)
-        if offered is not None:
-            out["handoff"] = offered
-            if offered["state"] == "open":
-                offered["hint"] = "offered, not claimed: load_session with repo and accept=true claims it"
-        if args.mode == "brief":
-            out["summary"] = record["summary"]
-        else:
-            out["versions"] = row["versions"]
-            out.update({field: record[field] for field in RECORD_FIELDS})
-            if args.mode == "full":
-                with self.spaces.entered(who, space, "read", "load_session") as at:
-                    out["related"] = self._related(at, dek, row)
-        return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
-
-    def _opened(self, who: Principal, space: Space, row: dict[str, Any]) -> tuple[Space, dict[str, Any]]:
-        """The stored version `row` opened, and the space whose key opened it: when the key this
-        instance remembers fails, the workspace's key as stored now, once (spaces.renew)."""
-        try:
-            return space, sealing.open_record(self._dek(space), space.id, row)
-        except DecryptionFailed:
-            fresh = self.spaces.renew(who, space)
-            if fresh is None:
-                raise
-            return fresh, sealing.open_record(self._dek(fresh), fresh.id, row)
-
-    def _related(self, at: Tenant, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
-        if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
-            return []
-        hits = search.related(
-            self.db, at, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
-        )
-        return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in answers.relevant(hits)]
+        return self.reader.load(who, args)
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
-        query = args.query
-        if self.redact:  # a query is not stored, but it does go to the embedding provider
-            from sessionvault.core.redact import scrub_text
-
-            query = scrub_text(query)[0]
-        vector = self.embedder.embed(query)
-        if vector is None:
-            raise ProviderUnavailable(
-                "semantic search is unavailable: no embedding provider answered;"
-                " list_sessions and load_session still work"
-            )
-        space = self.spaces.of(who, args.workspace)
-        with self.spaces.entered(who, space, "read", "search_sessions") as at:
-            hits = search.nearest(
-                self.db, at, vector, self.embedder.model, repo=args.repo, limit=args.max_results
-            )
-        found = []
-        for h in answers.relevant(hits):  # the first hit settles which key opens them all
-            space, record = self._opened(who, space, h)
-            found.append(answers.hit(record, h, space.name))
-        out = pack(found, args.max_tokens, FRAME_CHARS)
-        if hits and not found:  # say why nothing came back: the words, not an empty vault
-            out["hint"] = (
-                f"no saved session is close in meaning (every score below {answers.MIN_SCORE});"
-                " try other words, or list_sessions"
-            )
-        return out
+        return self.reader.search(who, args)
 
     def list(self, who: Principal, args: ListArgs) -> dict[str, Any]:
         after = decode_cursor(args.cursor)

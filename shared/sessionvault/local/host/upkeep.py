@@ -1,8 +1,9 @@
 """Local upkeep: what the scheduled maintenance functions do in the cloud, done by a local
 `serve` itself. A daemon thread prunes rate-limit counters and old audit rows (every job of
-`jobs.maintenance` named prune_*) and seals previews saved in plaintext before migration 0015
-(`seal_previews`) on start and then every `interval_s`, through one admin-role
-connection held for the thread's life. A failure is logged (its type, never its message) and
+`jobs.maintenance` named prune_*), seals previews saved in plaintext before migration 0015
+(`seal_previews`) and gives heads saved before 0022 their search terms (`index_terms`), on
+start and then every `interval_s`, through one admin-role connection held for the thread's
+life. A failure is logged (its type, never its message) and
 the next round tries again; nothing here can stop the server."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def prune_jobs() -> dict[str, Callable[[Runtime], dict[str, int]]]:
     return {
         name: job
         for name, job in maintenance.TASKS.items()
-        if name.startswith("prune_") or name == "seal_previews"
+        if name.startswith("prune_") or name in ("seal_previews", "index_terms")
     }
 
 

@@ -27,6 +27,10 @@ NO_SEMANTIC = (
     "Semantic search is unavailable on this server (no embedding provider answered): showing the "
     "recent sessions whose name or preview contains your words."
 )
+WORDS_ONLY = (
+    "Semantic search is unavailable on this server (no embedding provider answered): these sessions "
+    "match your words."
+)
 
 
 async def home(gate: Gate, call: Call, send: Send) -> None:
@@ -78,4 +82,4 @@ async def _search(
         hits = [s for s in recent if all(w in f"{s['name']} {s.get('preview', '')}".lower() for w in words)]
         return hits[:SEARCHED], NO_SEMANTIC
     results: list[dict[str, Any]] = found["results"]
-    return results, ""
+    return results, WORDS_ONLY if "notice" in found else ""

@@ -1,0 +1,148 @@
+"""The read path of the tools: load a session (by name, by repo, or claiming a handoff) and
+search the saved ones, by meaning and by keyword, fused into one ranking."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sessionvault.core import framing
+from sessionvault.core.apikeys import scope_hint
+from sessionvault.core.budget import fit, pack
+from sessionvault.core.checkpoints import is_automatic
+from sessionvault.core.embedding.providers import Embedder
+from sessionvault.core.keys import DekCache
+from sessionvault.core.records import RECORD_FIELDS, LoadArgs, SearchArgs
+from sessionvault.core.repos import canonical_repo
+from sessionvault.db import search
+from sessionvault.db import sessions as store
+from sessionvault.db.pool import Database, Tenant
+from sessionvault.errors import DecryptionFailed, ProviderUnavailable, ScopeMissing
+from sessionvault.service import answers, claims, handoff, sealing
+from sessionvault.service.principal import Principal
+from sessionvault.service.spaces import Space, Spaces
+
+RELATED_LIMIT = 5
+# What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
+# a budget (max_tokens) covers what the model receives, this included.
+FRAME_CHARS = framing.overhead()
+# What a budgeted load keeps first (load_session max_tokens): the most useful fields lead.
+LOAD_PRIORITY = ("summary", "todos", "decisions", "plan", "errors", "files", "tried", "related")
+
+
+class Reader:
+    def __init__(
+        self, db: Database, keys: DekCache, embedder: Embedder, spaces: Spaces, redact: bool
+    ) -> None:
+        self.db = db
+        self.keys = keys
+        self.embedder = embedder
+        self.spaces = spaces
+        self.redact = redact
+
+    def dek(self, space: Space) -> bytes:
+        return self.keys.unwrap(space.id, space.wrapped)
+
+    def load(self, who: Principal, args: LoadArgs) -> dict[str, Any]:
+        if args.accept:
+            if "write" not in who.scopes:  # a claim changes the handoff's state
+                raise ScopeMissing(scope_hint("write", "load_session with accept=true", who.scopes))
+            space, row, last = claims.claim(self.db, self.spaces, who, args)
+            if row is None:
+                return handoff.not_claimed(args, last)
+        elif args.name:
+            space = self.spaces.of(who, args.workspace)
+            with self.spaces.entered(who, space, "read", "load_session") as at:
+                row = store.get_by_name(self.db, at, args.name, args.version or None)
+                if row is None:
+                    kept = store.versions_of(self.db, at, args.name) if args.version else None
+                    return answers.not_found(args, kept)
+        else:
+            space, row, _ = claims.latest(self.db, self.spaces, who, args)
+        if row is None:
+            return answers.not_found(args)
+        space, record = self._opened(who, space, row)
+        dek = self.dek(space)
+        out: dict[str, Any] = {
+            "notice": framing.RESULT_NOTICE,
+            "found": True,
+            "name": row["name"],
+            "repo": canonical_repo(record["repo"]),  # as saved, in a version from before 0006
+            "version": row["version"],
+            "latest_version": row["head"],
+            "saved_at": record["saved_at"],
+            "client": record["client"],  # the authenticated copy, not the plaintext column
+        }
+        if space.name:
+            out["workspace"] = space.name
+        if is_automatic(row["name"]):
+            out["automatic"] = True
+        for anchor in ("branch", "commit"):  # absent from sessions saved before they existed
+            if record.get(anchor):
+                out[anchor] = record[anchor]
+        offered = handoff.state_of(row)
+        if offered is not None:
+            out["handoff"] = offered
+            if offered["state"] == "open":
+                offered["hint"] = "offered, not claimed: load_session with repo and accept=true claims it"
+        if args.mode == "brief":
+            out["summary"] = record["summary"]
+        else:
+            out["versions"] = row["versions"]
+            out.update({field: record[field] for field in RECORD_FIELDS})
+            if args.mode == "full":
+                with self.spaces.entered(who, space, "read", "load_session") as at:
+                    out["related"] = self._related(at, dek, row)
+        return fit(out, args.max_tokens, LOAD_PRIORITY, FRAME_CHARS) if args.max_tokens else out
+
+    def _opened(self, who: Principal, space: Space, row: dict[str, Any]) -> tuple[Space, dict[str, Any]]:
+        """The stored version `row` opened, and the space whose key opened it: when the key this
+        instance remembers fails, the workspace's key as stored now, once (spaces.renew)."""
+        try:
+            return space, sealing.open_record(self.dek(space), space.id, row)
+        except DecryptionFailed:
+            fresh = self.spaces.renew(who, space)
+            if fresh is None:
+                raise
+            return fresh, sealing.open_record(self.dek(fresh), fresh.id, row)
+
+    def _related(self, at: Tenant, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
+        if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
+            return []
+        hits = search.related(
+            self.db, at, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
+        )
+        return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in answers.relevant(hits)]
+
+    def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
+        """By meaning and by keyword at once, fused into one ranking (answers.fused). Without an
+        embedding provider, by keyword alone, and the answer says so."""
+        query = args.query
+        if self.redact:  # a query is not stored, but it does go to the embedding provider
+            from sessionvault.core.redact import scrub_text
+
+            query = scrub_text(query)[0]
+        vector = self.embedder.embed(query)
+        space = self.spaces.of(who, args.workspace)
+        tokens = sealing.query_tokens(self.dek(space), space.id, query)
+        if vector is None and not tokens:
+            raise ProviderUnavailable(
+                "semantic search is unavailable: no embedding provider answered, and the query has"
+                " no word to match; list_sessions and load_session still work"
+            )
+        depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
+        wanted = search.Query(vector, self.embedder.model, tokens, args.repo, depth)
+        with self.spaces.entered(who, space, "read", "search_sessions") as at:
+            by_meaning, by_keyword = search.find(self.db, at, wanted)
+        found = []
+        for h in answers.fused(by_meaning, by_keyword, args.max_results):  # the first settles the key
+            space, record = self._opened(who, space, h)
+            found.append(answers.hit(record, h, space.name))
+        out = pack(found, args.max_tokens, FRAME_CHARS)
+        if vector is None:
+            out["notice"] = "no embedding provider answered: these hits match the query's words only"
+        if (by_meaning or by_keyword) and not found:  # why nothing came back: the words, not an empty vault
+            out["hint"] = (
+                f"no saved session names these words or is close in meaning (every score below"
+                f" {answers.MIN_SCORE}); try other words, or list_sessions"
+            )
+        return out
