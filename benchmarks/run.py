@@ -28,6 +28,9 @@ one of its own (benchmarks/seed_scaled.py), each cached. `partitions` (benchmark
 the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own.
 `httppath` (benchmarks/httppath.py: load_session over HTTP against the same call in process) runs on an
 embedded PostgreSQL of its own.
+`retrieval` (benchmarks/retrieval.py: recall@5 and MRR of search by meaning, by keyword and fused, on
+a corpus of the standard library's and the dependencies' docstrings) runs on an embedded PostgreSQL of
+its own.
 `peer` (benchmarks/peer.py: mcp-memory-service 12.4.0 beside this server, same corpus and model, calls
 interleaved) builds the peer's virtualenv once outside the repository (/var/tmp/sessionvault-bench-peer)
 and runs this server on an embedded PostgreSQL of its own."""
@@ -44,7 +47,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction", "fleet", "million", "partitions", "httppath", "peer",
+    "redaction", "fleet", "million", "partitions", "httppath", "peer", "retrieval",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -159,6 +162,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .peer import peer
 
         peer()
+    elif name == "retrieval":  # recall@5 and MRR by meaning, keyword and fused (benchmarks/retrieval.py)
+        from .retrieval import retrieval
+
+        retrieval()
     elif name == "httppath":  # the HTTP path against the in-process call (benchmarks/httppath.py)
         from .httppath import http_path
 
