@@ -6,6 +6,7 @@ and read-only commands never create a state folder."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -80,6 +81,16 @@ def test_config_show_prints_each_value_and_where_it_came_from(tmp_path: Path) ->
         f"state folder: {tmp_path / 'state'}  ($SESSIONVAULT_HOME)",
         f"config file:  {path}",
     ]
+
+
+def test_config_show_says_when_the_running_server_serves_on_another_port(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write_config(state, "port = 9001\n")
+    serving = {"url": "http://127.0.0.1:9002/mcp", "pid": os.getpid()}  # this test's process: alive
+    (state / "server.json").write_text(json.dumps(serving))
+    done = sessionvault(state, "config", "show")
+    port_row = next(line for line in done.stdout.splitlines() if line.startswith("port "))
+    assert "9001" in port_row and "the server running now serves on 9002" in port_row
 
 
 @pytest.mark.parametrize(

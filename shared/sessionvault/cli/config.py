@@ -20,8 +20,12 @@ def lines(cfg: config.Config) -> list[str]:
     out = [f"state folder: {cfg.state}  ({state_from})", f"config file:  {cfg.file}{present}"]
     width = max(len(name) for name in config.OPTIONS)
     shown = {**cfg.values, "url": target.server_url(cfg)}
+    running = config.serving_port(cfg.state)
     for name, value in shown.items():
-        out.append(f"{name:<{width}}  {config.shown(value.value):<28} {value.source}")
+        source = value.source
+        if name == "port" and running is not None and running != value.value:
+            source += f"; the server running now serves on {running}"
+        out.append(f"{name:<{width}}  {config.shown(value.value):<28} {source}")
     return out
 
 

@@ -129,6 +129,12 @@ class Config:
 SERVING_FILE = "server.json"  # where the running server serves: written by local/host/statelock.py
 
 
+def serving_port(state: Path) -> int | None:
+    """The port of the server running from `state` (serving_url's), or None."""
+    url = serving_url(state)
+    return urlsplit(url).port if url else None
+
+
 def serving_url(state: Path) -> str:
     """The URL the server running from `state` recorded, or "" (none, or its process is gone)."""
     try:

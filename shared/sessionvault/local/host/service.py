@@ -127,6 +127,18 @@ def install(s: Service, *, runner: Runner = run, out: Callable[[str], None] = pr
     out(f"wrote {s.path}")
     out(f"  runs: {_shown(s.argv)}")
     out(f"  state folder {s.state}, port {s.port}")
+    running = config.serving_port(s.state)
+    if running is not None and running != s.port:
+        out(
+            f"  note: the server running now from this state folder serves on port {running}, not {s.port}:"
+            f" clients set up against it keep its address only with --port {running};"
+            " the service starts once that server stops (one server per state folder)"
+        )
+    elif running is not None:
+        out(
+            "  note: a server already runs from this state folder: if it is not this service, stop it"
+            " (Ctrl-C); the service starts once it has stopped (one server per state folder)"
+        )
     if s.platform == "darwin":
         s.log_dir.mkdir(parents=True, exist_ok=True)
         load = ["launchctl", "bootstrap", f"gui/{os.getuid()}", str(s.path)]

@@ -3,6 +3,8 @@ does where no user systemd answers (the commands are faked; nothing is started).
 
 from __future__ import annotations
 
+import json
+import os
 import plistlib
 import stat
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sessionvault.errors import ConfigError
+from sessionvault.local import config
 from sessionvault.local.host import service, service_units
 
 SV = "/opt/sessionvault/bin/sessionvault"
@@ -235,3 +238,24 @@ def test_logs_read_the_journal_or_the_launchd_log_files(tmp_path: Path) -> None:
 def test_an_unknown_platform_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"Linux .* and macOS"):
         build(tmp_path, "win32")
+
+
+def test_install_says_when_the_server_running_from_the_state_folder_serves_on_another_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "user_systemd", lambda runner=None: "the system does not run systemd")
+    s = build(tmp_path, "linux")
+    s.state.mkdir(parents=True, exist_ok=True)
+    serving = {"url": f"http://127.0.0.1:{s.port + 1}/mcp", "pid": os.getpid()}  # a live process
+    (s.state / config.SERVING_FILE).write_text(json.dumps(serving))
+    said: list[str] = []
+    assert service.install(s, runner=FakeCommands(), out=said.append) == 0
+    note = next(line for line in said if "note:" in line)
+    assert f"serves on port {s.port + 1}, not {s.port}" in note and f"--port {s.port + 1}" in note
+
+    (s.state / config.SERVING_FILE).write_text(
+        json.dumps({**serving, "url": f"http://127.0.0.1:{s.port}/mcp"})
+    )
+    said.clear()
+    service.install(s, runner=FakeCommands(), out=said.append)
+    assert any("a server already runs from this state folder" in line for line in said)
