@@ -10,6 +10,7 @@ import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,25 @@ class Tools:
 def check_root(root: Path) -> Check:
     if (root / TEMPLATE).is_file() and (root / "functions").is_dir():
         return Check(True, f"repository root: {root}")
+    version, source = _installed()
     return Check(
-        False, f"{root} is not the SessionVault repository root (no {TEMPLATE})", "cd <the repository>"
+        False,
+        f"{root} is not the SessionVault repository root (no {TEMPLATE}): deploy builds the stack from a"
+        " checkout",
+        f"either run it from a checkout of the version you run ({version}): git clone {source} &&"
+        " cd sessionvault && sessionvault deploy; or deploy without one from the AWS Serverless"
+        ' Application Repository (docs/deploy.md, "From the Serverless Application Repository")',
     )
+
+
+def _installed() -> tuple[str, str]:
+    """This install's version and the project's source URL, from the package's metadata."""
+    try:
+        meta = metadata.metadata("sessionvault-mcp")
+    except metadata.PackageNotFoundError:
+        return "unknown", "https://github.com/sessionvault/sessionvault"
+    urls = dict(entry.split(", ", 1) for entry in meta.get_all("Project-URL") or [] if ", " in entry)
+    return meta["Version"], urls.get("Source", "https://github.com/sessionvault/sessionvault")
 
 
 def check_identity(shell: Shell) -> Check:

@@ -209,6 +209,9 @@ def test_missing_prerequisites_are_each_listed_with_the_command_that_fixes_them(
         assert f"✗ {problem}" in text, problem
     assert text.count("✗") == text.count("fix:") >= 4
     assert "make .venv-sam/.installed-stamp" in text
+    # from an installed tool, away from any checkout: both routes, the clone's address named
+    assert "git clone https://github.com/sessionvault/sessionvault" in text
+    assert "Serverless Application Repository" in text and "docs/deploy.md" in text
 
 
 def test_a_pyenv_python_is_used_when_the_one_on_path_does_not_run(tmp_path, fakes):
