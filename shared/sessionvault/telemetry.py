@@ -12,6 +12,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from sessionvault.errors import ErrorClass
@@ -61,6 +62,22 @@ def logger() -> Any:
     from aws_lambda_powertools import Logger
 
     return Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "sessionvault"))
+
+
+LOG_FILE_BYTES = 10 * 1024 * 1024  # a request log file rolls over past this, three old ones kept
+
+
+def write_to(path: Path) -> None:
+    """From now on, the request lines (the same JSON) go to `path`, not stdout: a local server
+    on a terminal keeps them out of its banner (local/host/request_logs.py)."""
+    from logging.handlers import RotatingFileHandler
+
+    log = logger()
+    handler = RotatingFileHandler(path, maxBytes=LOG_FILE_BYTES, backupCount=3)
+    handler.setFormatter(log.registered_formatter)
+    for old in list(log.handlers):
+        log.removeHandler(old)
+    log.addHandler(handler)
 
 
 @cache

@@ -60,11 +60,12 @@ def serve(
     the port, bound already (`statelock.bind`); `lock`: the state folder's, held already; both
     are released when the server stops, the embedded database stopped when it was started
     for this server (and watched meanwhile: `supervisor`)."""
-    from sessionvault.local.host import embedded, listener, masterkey, pressure, supervisor
+    from sessionvault.local.host import embedded, listener, masterkey, pressure, request_logs, supervisor
     from sessionvault.local.host.upkeep import Upkeep
     from sessionvault.runtime import open_runtime
     from sessionvault.server.app import SessionVaultApp
 
+    logs = request_logs.route(t.home, terminal=sys.stdout.isatty())
     rt = open_runtime(t.settings)
     watch = supervisor.Supervisor(t.home).start() if t.home else None
     # No scheduler on a laptop: the server prunes old rate-limit and audit rows itself.
@@ -77,6 +78,8 @@ def serve(
         claimed = masterkey.claim(t.home) if t.home and lock else None
         if lock is not None:  # where it serves, beside the lock: found by connect, doctor, hooks
             statelock.record_address(lock.home, host, port)
+        if logs is not None:
+            print(f"Request logs (a JSON line per call): {logs}")
         print(f"SessionVault serving MCP at http://{host}:{port}/mcp  (Ctrl-C to stop)", flush=True)
         # No proxy in front of a local server: X-Forwarded-For must not pick the client address
         # that failed authentications are counted by.
