@@ -85,18 +85,27 @@ def legacy_preview_aad(user_id: str, session_id: str, name: str, version: int) -
     return f"sessionvault/preview/v1\x1f{user_id}\x1f{session_id}\x1f{name}\x1f{version}".encode()
 
 
-def seal_preview(key: bytes, preview: str, associated_data: bytes) -> bytes:
-    """A short text sealed into one value, nonce || ciphertext || tag (one column, not two: a
-    listing reads 200 of them)."""
-    nonce, ciphertext = seal(key, preview.encode(), associated_data)
+def seal_blob(key: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
+    """Bytes sealed into one value, nonce || ciphertext || tag (one column, not two)."""
+    nonce, ciphertext = seal(key, plaintext, associated_data)
     return nonce + ciphertext
+
+
+def open_blob(key: bytes, sealed: bytes, associated_data: bytes) -> bytes:
+    """The bytes `seal_blob` sealed; DecryptionFailed if they were changed or moved."""
+    if len(sealed) < NONCE_BYTES + TAG_BYTES:
+        raise DecryptionFailed()
+    return unseal(key, sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], associated_data)
+
+
+def seal_preview(key: bytes, preview: str, associated_data: bytes) -> bytes:
+    """A short text sealed into one value (a listing reads 200 of them: one column each)."""
+    return seal_blob(key, preview.encode(), associated_data)
 
 
 def open_preview(key: bytes, sealed: bytes, associated_data: bytes) -> str:
     """The text `seal_preview` sealed; DecryptionFailed if it was changed or moved."""
-    if len(sealed) < NONCE_BYTES + TAG_BYTES:
-        raise DecryptionFailed()
-    return unseal(key, sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], associated_data).decode()
+    return open_blob(key, sealed, associated_data).decode()
 
 
 def term_key(dek: bytes, space_id: str) -> bytes:
@@ -109,3 +118,15 @@ def term_token(key: bytes, term: str) -> bytes:
     """A term as the database stores and matches it: 16 bytes of HMAC-SHA256 (a collision
     among a space's terms is a 2^-64 chance), nothing of the term without the key."""
     return hmac.new(key, term.encode(), hashlib.sha256).digest()[:16]
+
+
+def vector_aad(space_id: str, binding: str, model: str) -> bytes:
+    """A head's sealed vector is bound to its space, its version (the version's `seal_id`, or
+    `<session id>:<version>` for versions sealed before there were seal ids) and its model:
+    moved to another row, space or model, it does not open."""
+    return "\x1f".join(("sessionvault/vector/v1", space_id, binding, model)).encode()
+
+
+def segment_aad(space_id: str, segment_id: str, model: str) -> bytes:
+    """A segment of a space's vectors is bound to the space, its own id and the model."""
+    return "\x1f".join(("sessionvault/vectors/v1", space_id, segment_id, model)).encode()

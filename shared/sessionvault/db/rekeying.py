@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sessionvault.db import terms
+from sessionvault.db import terms, vectors
 from sessionvault.db.pool import Connection, Database
 from sessionvault.db.saves import ENSURE_USAGE
 from sessionvault.db.sessions import Row
 
 _ALL_VERSIONS = """
 SELECT s.id, s.name, coalesce(s.saved_repo, s.repo) AS repo, s.client, s.preview, s.sealed_preview,
-       s.version AS head,
+       s.version AS head, s.embedding_model, s.sealed_vector,
+       coalesce(s.seal_id::text, s.id::text || ':' || s.version) AS binding,
        v.version, v.seal_id, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id
 WHERE s.user_id = %(user_id)s
@@ -22,16 +23,20 @@ FOR UPDATE OF v
 
 _RESEAL = "UPDATE session_versions SET nonce = %s, ciphertext = %s WHERE session_id = %s AND version = %s"
 # A head's preview is sealed under the new key (a plaintext one from before 0015 included).
-_RESEAL_HEAD = "UPDATE sessions SET meta_mac = %s, sealed_preview = %s, preview = '' WHERE id = %s"
+_RESEAL_HEAD = (
+    "UPDATE sessions SET meta_mac = %s, sealed_preview = %s, preview = '', sealed_vector = %s WHERE id = %s"
+)
 
 
 @dataclass(frozen=True)
 class HeadSeal:
-    """What a head row holds that the data key made: its MAC, its sealed preview, its terms."""
+    """What a head row holds that the data key made: its MAC, its sealed preview, its terms,
+    its sealed vector (None: it has none)."""
 
     mac: bytes
     preview: bytes
     terms: terms.Terms
+    vector: bytes | None
 
 
 def reencrypt(
@@ -55,8 +60,9 @@ def reencrypt(
             nonce, ciphertext, head = reseal(row)
             conn.execute(_RESEAL, (nonce, ciphertext, row["id"], row["version"]))
             if head is not None:
-                conn.execute(_RESEAL_HEAD, (head.mac, head.preview, row["id"]))
+                conn.execute(_RESEAL_HEAD, (head.mac, head.preview, head.vector, row["id"]))
                 terms.replace(conn, user_id, row, head.terms)
+        vectors.drop_segments(conn, user_id)  # sealed under the old key: the next compaction remakes them
         conn.execute("UPDATE user_usage SET dek_fp = %s WHERE user_id = %s", (new_fp, user_id))
         switch_key(conn)
         return len(rows)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pgvector import Vector
-
 from sessionvault.db.pool import Connection, Cursor, Database, Tenant
 from sessionvault.db.save_policy import UNLIMITED as UNLIMITED
 from sessionvault.db.save_policy import Checkpoint as Checkpoint
@@ -25,7 +23,7 @@ class Head:
     repo: str
     preview: str
     client: str
-    embedding: list[float] | None
+    sealed_vector: bytes | None  # its vector, sealed (service/vector_index.seal_vector); None: none
     model: str | None
     terms: tuple[tuple[bytes, int], ...] = ()  # keyed tokens and counts (service/sealing.terms_of)
 
@@ -72,10 +70,12 @@ ON CONFLICT (user_id) DO NOTHING
 _SAVE = """
 WITH usage AS (SELECT sessions, bytes, dek_fp FROM user_usage WHERE user_id = %(user_id)s FOR UPDATE),
 head AS (
-    INSERT INTO sessions (user_id, name, repo, preview, sealed_preview, client, version, embedding,
-                          embedding_model, content_digest, meta_mac, seal_id, created_at, updated_at)
-    SELECT %(user_id)s, %(name)s, %(repo)s, '', %(sealed_preview)s, %(client)s, 1, %(embedding)s, %(model)s,
-           %(digest)s, %(mac)s, %(seal_id)s, clock_timestamp(), clock_timestamp()
+    INSERT INTO sessions (user_id, name, repo, preview, sealed_preview, client, version, sealed_vector,
+                          vector_seq, embedding_model, content_digest, meta_mac, seal_id, created_at,
+                          updated_at)
+    SELECT %(user_id)s, %(name)s, %(repo)s, '', %(sealed_preview)s, %(client)s, 1, %(sealed_vector)s,
+           nextval('session_vector_seq'), %(model)s, %(digest)s, %(mac)s, %(seal_id)s, clock_timestamp(),
+           clock_timestamp()
     FROM usage
     WHERE usage.bytes + %(size)s <= %(max_bytes)s
       AND (usage.dek_fp IS NULL OR usage.dek_fp = %(dek_fp)s)
@@ -94,8 +94,9 @@ head AS (
     ON CONFLICT (user_id, name) DO UPDATE SET
         repo = EXCLUDED.repo, saved_repo = NULL, preview = EXCLUDED.preview,
         sealed_preview = EXCLUDED.sealed_preview, client = EXCLUDED.client,
-        version = sessions.version + 1, embedding = EXCLUDED.embedding,
-        embedding_model = EXCLUDED.embedding_model, embed_failures = 0, embed_retry_at = NULL,
+        version = sessions.version + 1, embedding = NULL, sealed_vector = EXCLUDED.sealed_vector,
+        vector_seq = EXCLUDED.vector_seq, embedding_model = EXCLUDED.embedding_model, embed_failures = 0,
+        embed_retry_at = NULL,
         content_digest = EXCLUDED.content_digest, meta_mac = EXCLUDED.meta_mac,
         seal_id = EXCLUDED.seal_id, updated_at = clock_timestamp()
     WHERE NOT %(dedupe)s OR sessions.content_digest IS DISTINCT FROM EXCLUDED.content_digest
@@ -224,8 +225,8 @@ def save(db: Database, at: Tenant, head: Head, version: Sealed, policy: Policy) 
         "repo": head.repo,
         "sealed_preview": version.preview,  # the plaintext column stays '' (migration 0015)
         "client": head.client,
-        "embedding": _vec(head.embedding),
-        "model": head.model if head.embedding else None,
+        "sealed_vector": head.sealed_vector,
+        "model": head.model if head.sealed_vector else None,
         "size": version.size,
         "max_bytes": quota.bytes,
         "max_sessions": quota.sessions,
@@ -285,7 +286,3 @@ def usage(db: Database, at: Tenant) -> Row | None:
     """The user's stored sessions and bytes (None before their first save)."""
     user_id = at.space
     return tenant_row(db, at, _USAGE, (user_id,))
-
-
-def _vec(embedding: list[float] | None) -> Vector | None:
-    return None if embedding is None else Vector(embedding)

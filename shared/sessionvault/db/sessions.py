@@ -35,7 +35,8 @@ STATE_COLUMNS = """
 RECORD_COLUMNS = (
     """
     s.id, s.name, s.repo, s.version AS head, v.version, v.seal_id, v.nonce, v.ciphertext,
-    s.embedding_model, vector_dims(s.embedding) AS embedding_dims,
+    s.embedding_model, s.sealed_vector, s.embedding::real[] AS plain_vector,
+    coalesce(s.seal_id::text, s.id::text || ':' || s.version) AS binding,
     ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)
         AS versions,"""
     + STATE_COLUMNS

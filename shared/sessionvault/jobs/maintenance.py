@@ -17,9 +17,11 @@ from typing import Any
 
 from sessionvault.core.keys import WrappedKey
 from sessionvault.core.records import embedding_text
-from sessionvault.db import backfill, identity, oauth, partitions, previews, terms
+from sessionvault.db import backfill, identity, oauth, partitions, previews, terms, vectors
+from sessionvault.db.pool import Tenant
 from sessionvault.errors import ConfigError
 from sessionvault.runtime import Runtime
+from sessionvault.service import vector_index
 from sessionvault.service.principal import Principal
 from sessionvault.service.sealing import open_record, seal_preview, terms_of
 
@@ -95,8 +97,61 @@ def _embed_row(rt: Runtime, user_id: str, dek: bytes, row: dict[str, Any]) -> bo
     if vector is None:
         backfill.back_off(rt.db, user_id, row)
         return False
-    backfill.store_vector(rt.db, user_id, row, vector, embedder.model)
+    sealed = vector_index.seal_vector(dek, user_id, row["binding"], embedder.model, vector)
+    backfill.store_vector(rt.db, user_id, row, sealed, embedder.model)
     return True
+
+
+def seal_vectors(rt: Runtime, batch: int = 1000) -> dict[str, int]:
+    """Seal up to `batch` head vectors that heads saved before migration 0023 still hold in
+    plaintext, under their tenant's data key, and empty the plaintext column; run it again until
+    `sealed` is 0. A user whose key cannot be unwrapped is skipped and counted."""
+    sealed = skipped = 0
+    for user in identity.users(rt.db):
+        if sealed >= batch:
+            break
+        with rt.db.tenant(user["id"]) as conn:
+            rows = vectors.plaintext(conn, user["id"], batch - sealed)
+        if not rows:
+            continue
+        try:
+            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
+        except Exception as exc:
+            _log_skip("sealing vectors skipped a user", user["id"], exc)
+            skipped += 1
+            continue
+        with rt.db.tenant(user["id"]) as conn:
+            vectors.lock(conn, user["id"])
+            for row in rows:
+                model = row["embedding_model"]
+                sealed_vector = vector_index.seal_vector(
+                    dek, user["id"], row["binding"], model, row["plain_vector"]
+                )
+                vectors.store(conn, row, sealed_vector, model)
+        sealed += len(rows)
+    return {"sealed": sealed, "skipped_users": skipped}
+
+
+def compact_vectors(rt: Runtime) -> dict[str, int]:
+    """Fold every space's changed head vectors into new sealed segments (a search then opens a
+    few segments and a small delta). A space with no change since its segments costs one query;
+    a user whose key cannot be unwrapped is skipped and counted."""
+    compacted = heads = skipped = 0
+    for user in identity.users(rt.db):
+        with rt.db.tenant(user["id"]) as conn:
+            changed = vectors.changed_models(conn, user["id"])
+        if not changed:
+            continue
+        try:
+            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
+        except Exception as exc:
+            _log_skip("compacting vectors skipped a user", user["id"], exc)
+            skipped += 1
+            continue
+        for model in changed:
+            heads += vector_index.compact(rt.db, Tenant(user["id"]), dek, model)
+            compacted += 1
+    return {"compacted": compacted, "heads": heads, "skipped_users": skipped}
 
 
 def seal_previews(rt: Runtime, batch: int = 1000) -> dict[str, int]:
@@ -163,6 +218,8 @@ TASKS: dict[str, Callable[[Runtime], dict[str, int]]] = {
     "reembed": reembed,
     "seal_previews": seal_previews,
     "index_terms": index_terms,
+    "seal_vectors": seal_vectors,
+    "compact_vectors": compact_vectors,
 }
 
 

@@ -16,7 +16,7 @@ from sessionvault.db.pool import Connection
 from sessionvault.db.saves import Head
 from sessionvault.errors import DecryptionFailed
 from sessionvault.runtime import Runtime
-from sessionvault.service import sealing
+from sessionvault.service import sealing, vector_index
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,12 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
         # Its search terms, keyed under the new key (tokens under the old one would match nothing).
         indexed = sealing.terms_of(new_dek, user_id, json.loads(plaintext))
         sealed_preview = sealing.seal_preview(new_dek, user_id, row, preview)
-        return nonce, ciphertext, rekeying.HeadSeal(mac, sealed_preview, indexed)
+        # Its vector, sealed again under the new key (the same binding: its version and model).
+        vector, model = None, row["embedding_model"]
+        opened = vector_index.open_vector(old_dek, user_id, model, row) if row["sealed_vector"] else None
+        if opened is not None:
+            vector = vector_index.seal_vector(new_dek, user_id, row["binding"], model, opened)
+        return nonce, ciphertext, rekeying.HeadSeal(mac, sealed_preview, indexed, vector)
 
     def switch(conn: Connection) -> None:
         identity.replace_wrapped_key(conn, user_id, new_wrapped)

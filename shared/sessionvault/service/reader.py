@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy.typing as npt
+
 from sessionvault.core import framing
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.budget import fit, pack
@@ -17,7 +19,7 @@ from sessionvault.db import search
 from sessionvault.db import sessions as store
 from sessionvault.db.pool import Database, Tenant
 from sessionvault.errors import DecryptionFailed, ProviderUnavailable, ScopeMissing
-from sessionvault.service import answers, claims, handoff, sealing
+from sessionvault.service import answers, claims, handoff, sealing, vector_index
 from sessionvault.service.principal import Principal
 from sessionvault.service.spaces import Space, Spaces
 
@@ -38,6 +40,7 @@ class Reader:
         self.embedder = embedder
         self.spaces = spaces
         self.redact = redact
+        self.segments = vector_index.SegmentCache()  # this process's opened vector segments
 
     def dek(self, space: Space) -> bytes:
         return self.keys.unwrap(space.id, space.wrapped)
@@ -106,12 +109,38 @@ class Reader:
             return fresh, sealing.open_record(self.dek(fresh), fresh.id, row)
 
     def _related(self, at: Tenant, dek: bytes, row: dict[str, Any]) -> list[dict[str, Any]]:
-        if row["embedding_model"] != self.embedder.model or not row["embedding_dims"]:
+        """The sessions closest in meaning to the loaded one's head (itself left out)."""
+        model = self.embedder.model
+        own = vector_index.open_vector(dek, at.space, model, row) if row["embedding_model"] == model else None
+        if own is None:
             return []
-        hits = search.related(
-            self.db, at, str(row["id"]), self.embedder.model, row["embedding_dims"], RELATED_LIMIT
-        )
+        flight = search.find(self.db, at, search.Query([], model, self.segments.ids(at.space, model)))
+        hits = self._by_meaning(at, dek, flight, own, RELATED_LIMIT, exclude=str(row["id"]))
         return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in answers.relevant(hits)]
+
+    def _by_meaning(
+        self,
+        at: Tenant,
+        dek: bytes,
+        flight: search.Found,
+        vector: npt.ArrayLike,
+        depth: int,
+        *,
+        exclude: str = "",
+        repo: str = "",
+    ) -> list[dict[str, Any]]:
+        """The heads closest to `vector`, best first, each with its cosine distance: the sealed
+        vectors scored in memory, then the heads fetched (a second flight). A delta grown past
+        DELTA_MAX is folded into new segments first."""
+        model = self.embedder.model
+        scored = vector_index.score(
+            self.segments, dek, at.space, model, flight, vector, repo=repo, exclude=exclude, depth=2 * depth
+        )
+        if len(flight.delta) > vector_index.DELTA_MAX:
+            vector_index.compact(self.db, at, dek, model)
+        best = [i for i, _ in scored.best]
+        rows = {r["id"]: r for r in search.heads(self.db, at, best)} if best else {}
+        return [{**rows[i], "distance": 1.0 - cosine} for i, cosine in scored.best if i in rows][:depth]
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         """By meaning and by keyword at once, fused into one ranking (answers.fused). Without an
@@ -123,16 +152,22 @@ class Reader:
             query = scrub_text(query)[0]
         vector = self.embedder.embed(query)
         space = self.spaces.of(who, args.workspace)
-        tokens = sealing.query_tokens(self.dek(space), space.id, query)
+        dek = self.dek(space)
+        tokens = sealing.query_tokens(dek, space.id, query)
         if vector is None and not tokens:
             raise ProviderUnavailable(
                 "semantic search is unavailable: no embedding provider answered, and the query has"
                 " no word to match; list_sessions and load_session still work"
             )
         depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
-        wanted = search.Query(vector, self.embedder.model, tokens, args.repo, depth)
+        model = self.embedder.model if vector is not None else ""
+        cached = self.segments.ids(space.id, model) if model else []
+        wanted = search.Query(tokens, model, cached, args.repo, depth)
         with self.spaces.entered(who, space, "read", "search_sessions") as at:
-            by_meaning, by_keyword = search.find(self.db, at, wanted)
+            flight = search.find(self.db, at, wanted)
+            by_meaning = self._by_meaning(at, dek, flight, vector, depth, repo=args.repo) if vector else []
+        cosine = {h["id"]: h["distance"] for h in by_meaning}
+        by_keyword = [{**h, "distance": cosine.get(h["id"])} for h in flight.by_keyword]
         found = []
         for h in answers.fused(by_meaning, by_keyword, args.max_results):  # the first settles the key
             space, record = self._opened(who, space, h)

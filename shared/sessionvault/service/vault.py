@@ -5,6 +5,7 @@ only from the Principal."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +40,7 @@ from sessionvault.errors import (
     KeyReplaced,
     ValidationFailed,
 )
-from sessionvault.service import answers, handoff, save_checks, sealing
+from sessionvault.service import answers, handoff, save_checks, sealing, vector_index
 from sessionvault.service.principal import Principal
 from sessionvault.service.reader import Reader
 from sessionvault.service.spaces import Space, Spaces
@@ -135,7 +136,7 @@ class Vault:
         dek = self._dek(space)
         preview = make_preview(record["summary"])
         model, indexed = self.embedder.model, sealing.terms_of(dek, space.id, record)
-        head = saves.Head(name, record["repo"], preview, record["client"], vector, model, indexed)
+        head = saves.Head(name, record["repo"], preview, record["client"], None, model, indexed)
 
         fp = crypto.fingerprint(dek)
         digest = crypto.content_digest(dek, space.id, json.dumps(record, sort_keys=True).encode())
@@ -152,6 +153,9 @@ class Vault:
         # Its saved_at is this server's clock (the head's updated_at, the database's).
         record["saved_at"] = store.iso(datetime.now(UTC))
         version = sealing.seal(dek, space.id, record, head)
+        if vector is not None:  # sealed too, bound to this version (its seal_id) and the model
+            sealed = vector_index.seal_vector(dek, space.id, version.seal_id, model, vector)
+            head = replace(head, sealed_vector=sealed)
         policy = saves.Policy(keep, self.quota, fp, offer, digest, pruning)
         with self.spaces.entered(who, space, "write", "save_session") as at:
             row = saves.save(self.db, at, head, version, policy)

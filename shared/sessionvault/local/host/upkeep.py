@@ -1,10 +1,11 @@
 """Local upkeep: what the scheduled maintenance functions do in the cloud, done by a local
 `serve` itself. A daemon thread prunes rate-limit counters and old audit rows (every job of
 `jobs.maintenance` named prune_*), seals previews saved in plaintext before migration 0015
-(`seal_previews`) and gives heads saved before 0022 their search terms (`index_terms`), on
-start and then every `interval_s`, through one admin-role connection held for the thread's
-life. A failure is logged (its type, never its message) and
-the next round tries again; nothing here can stop the server."""
+(`seal_previews`), gives heads saved before 0022 their search terms (`index_terms`), seals the
+vectors saved before 0023 (`seal_vectors`) and folds changed vectors into segments
+(`compact_vectors`), on start and then every `interval_s`, through one admin-role connection
+held for the thread's life. A failure is logged (its type, never its message) and the next
+round tries again; nothing here can stop the server."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def prune_jobs() -> dict[str, Callable[[Runtime], dict[str, int]]]:
     return {
         name: job
         for name, job in maintenance.TASKS.items()
-        if name.startswith("prune_") or name in ("seal_previews", "index_terms")
+        if name.startswith("prune_")
+        or name in ("seal_previews", "index_terms", "seal_vectors", "compact_vectors")
     }
 
 
