@@ -523,7 +523,7 @@ def test_saves_are_kept_while_the_provider_is_down_and_reembedded_later(
         loaded, _ = call("load_session", {"name": "down-c"})
         assert loaded["structuredContent"]["summary"] == "second version"
         (missing,) = owner.execute(
-            "SELECT count(*) FROM sessions WHERE user_id = %s AND embedding IS NULL", (user.id,)
+            "SELECT count(*) FROM sessions WHERE user_id = %s AND sealed_vector IS NULL", (user.id,)
         ).fetchone()
         assert missing == 3
 
@@ -532,7 +532,7 @@ def test_saves_are_kept_while_the_provider_is_down_and_reembedded_later(
             maintenance.reembed(job, batch=500)
             (missing,) = owner.execute(
                 "SELECT count(*) FROM sessions WHERE user_id = %s"
-                " AND (embedding IS NULL OR embedding_model IS DISTINCT FROM %s)",
+                " AND (sealed_vector IS NULL OR embedding_model IS DISTINCT FROM %s)",
                 (user.id, f"openai:{EMBED_MODEL}"),
             ).fetchone()
             if missing == 0:

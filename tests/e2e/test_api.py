@@ -93,8 +93,12 @@ def test_list_get_versions_search_and_delete(server, runtime, http) -> None:
         (1, "first"),
         (2, "second"),
     ]
-    unavailable = api(http, server.url, user.key, "GET", "/search", params={"q": "the plan"})
-    assert unavailable.status_code == 503  # this server has no embedding provider: said, not hidden
+    # This server has no embedding provider: a search answers by the words alone and says so, and
+    # one with no word to match is refused as unavailable (said, not hidden).
+    words = check(api(http, server.url, user.key, "GET", "/search", params={"q": "second"}), "/search")
+    assert [h["name"] for h in words["results"]] == ["auto/codex/s1"] and "words only" in words["notice"]
+    unavailable = api(http, server.url, user.key, "GET", "/search", params={"q": "the"})
+    assert unavailable.status_code == 503
     assert check(unavailable, "/search")["error"]["code"] == "provider"
     missing = api(http, server.url, user.key, "GET", "/session", params={"name": "nope"})
     assert missing.status_code == 404 and check(missing, "/session")["error"]["code"]

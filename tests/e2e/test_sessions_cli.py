@@ -246,8 +246,8 @@ def test_the_apis_refusals_are_one_line(capsys, server, runtime, history) -> Non
     save(server.url, history.key, name="x", summary="s")
     code, _, err = sv(capsys, server, reader.key, "sessions", "delete", "x", "--yes")
     assert code == 2 and "'delete' scope" in err
-    code, _, err = sv(capsys, server, history.key, "sessions", "search", "jwt")
-    assert code == 2 and "semantic search is unavailable" in err  # this server has no embeddings
+    code, _, err = sv(capsys, server, history.key, "sessions", "search", "the")
+    assert code == 2 and "semantic search is unavailable" in err  # no embeddings here, and no word to match
     code, _, err = sv(capsys, server, history.key, "sessions", "show", "nope")
     assert code == 2 and "nope" in err
     code, _, err = run(capsys, "sessions", "list", "--url", server.url)
@@ -259,7 +259,7 @@ def test_the_apis_refusals_are_one_line(capsys, server, runtime, history) -> Non
     assert code == 2 and "cannot reach http://127.0.0.1:9" in err and "sessionvault dev" in err
 
 
-def test_search_finds_by_meaning(capsys, local_server, local_runtime) -> None:
+def test_search_finds_by_meaning_and_says_why(capsys, local_server, local_runtime) -> None:
     user = make_user(local_runtime)
     save(
         local_server.url, user.key, name="jwt", summary="Moved login to JSON web tokens with refresh rotation"
@@ -267,8 +267,8 @@ def test_search_finds_by_meaning(capsys, local_server, local_runtime) -> None:
     save(local_server.url, user.key, name="css", summary="Dark mode colours for the settings page")
     code, out, err = sv(capsys, local_server, user.key, "sessions", "search", "auth tokens")
     assert code == 0, err
-    assert out.splitlines()[0].split() == ["SCORE", "NAME", "VER", "SAVED", "REPO", "SUMMARY"]
-    assert out.splitlines()[1].split()[1] == "jwt"
+    assert out.splitlines()[0].split() == ["SCORE", "MATCHED", "NAME", "VER", "SAVED", "REPO", "SUMMARY"]
+    assert out.splitlines()[1].split()[1:3] in (["meaning", "jwt"], ["both", "jwt"])
     code, out, _ = sv(
         capsys, local_server, user.key, "sessions", "search", "auth tokens", "--json", "--limit", "1"
     )

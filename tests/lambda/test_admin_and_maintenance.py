@@ -206,7 +206,10 @@ def test_reembed_fills_missing_vectors_in_bounded_batches(local_runtime, maint_r
     assert first["embedded"] == 2
     maintenance.reembed(maint_runtime, batch=50)
     with local_runtime.db.tenant(who.user_id, who.proof) as conn:
-        assert conn.execute("SELECT count(*) AS n FROM sessions WHERE embedding IS NULL").fetchone()["n"] == 0
+        assert (
+            conn.execute("SELECT count(*) AS n FROM sessions WHERE sealed_vector IS NULL").fetchone()["n"]
+            == 0
+        )
     hits = local_runtime.vault.search(who, records.parse(records.SearchArgs, {"query": "graphql"}))
     assert len(hits["results"]) == 3
 
@@ -228,7 +231,7 @@ def test_a_failing_row_backs_off_instead_of_blocking_the_rest(local_runtime, mai
     assert maintenance.reembed(maint_runtime, batch=1)["embedded"] == 1  # not spent on the poison row
     with local_runtime.db.tenant(who.user_id, who.proof) as conn:
         rows = conn.execute(
-            "SELECT name, embedding IS NOT NULL AS has, embed_failures,"
+            "SELECT name, sealed_vector IS NOT NULL AS has, embed_failures,"
             " embed_retry_at > now() + interval '9 minutes' AS backing_off FROM sessions"
         ).fetchall()
     assert {r["name"]: (r["has"], r["embed_failures"], r["backing_off"]) for r in rows} == {

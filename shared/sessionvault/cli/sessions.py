@@ -97,10 +97,13 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("nothing found", file=sys.stderr)
         return 0
     rows = [
-        (f"{r['score']:.2f}", r["name"], r["version"], when(r["saved_at"]), r["repo"], r["summary"])
+        (f"{r['score']:.2f}" if "score" in r else "-", r.get("matched", ""), r["name"], r["version"],
+         when(r["saved_at"]), r["repo"], r["summary"])
         for r in found["results"]
-    ]
-    print(table(("SCORE", "NAME", "VER", "SAVED", "REPO", "SUMMARY"), rows, (0, 48, 0, 0, 40)))
+    ]  # fmt: skip
+    print(table(("SCORE", "MATCHED", "NAME", "VER", "SAVED", "REPO", "SUMMARY"), rows, (0, 0, 48, 0, 0, 40)))
+    if found.get("notice"):
+        print(found["notice"], file=sys.stderr)
     if found.get("omitted"):
         print(f"({found['omitted']} more left out: --limit)", file=sys.stderr)
     return 0
