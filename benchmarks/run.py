@@ -28,6 +28,8 @@ one of its own (benchmarks/seed_scaled.py), each cached. `partitions` (benchmark
 the audit prune at 10 million rows, the serving path meanwhile) runs on a cached database of its own.
 `httppath` (benchmarks/httppath.py: load_session over HTTP against the same call in process) runs on an
 embedded PostgreSQL of its own.
+`vectors` (benchmarks/sealed_vectors.py: search over sealed vectors, warm and cold, against the HNSW
+search it replaced, at 1k/10k/100k sessions) runs on an embedded PostgreSQL of its own.
 `retrieval` (benchmarks/retrieval.py: recall@5 and MRR of search by meaning, by keyword and fused, on
 a corpus of the standard library's and the dependencies' docstrings) runs on an embedded PostgreSQL of
 its own.
@@ -47,7 +49,7 @@ from .common import header, load
 
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
-    "redaction", "fleet", "million", "partitions", "httppath", "peer", "retrieval",
+    "redaction", "fleet", "million", "partitions", "httppath", "peer", "retrieval", "vectors",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -162,6 +164,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .peer import peer
 
         peer()
+    elif name == "vectors":  # sealed vectors against the HNSW search (benchmarks/sealed_vectors.py)
+        from .sealed_vectors import vectors_figures
+
+        vectors_figures()
     elif name == "retrieval":  # recall@5 and MRR by meaning, keyword and fused (benchmarks/retrieval.py)
         from .retrieval import retrieval
 

@@ -1,8 +1,8 @@
 """The round-trip budget of workspace calls, pinned as personal calls are (test_round_trips.py):
-on a warm instance a workspace tool call is one flight (a search one more, for its heads), its entry into the workspace queued in
-the tool's own transaction after the riding admission; and removing a member takes effect on
-that member's next call over HTTP, though the instance still holds their admission and the
-workspace's name."""
+on a warm instance a workspace tool call is one flight (a search one more, for its heads), its
+entry into the workspace queued in the tool's own transaction after the riding admission; and
+removing a member takes effect on that member's next call over HTTP, though the instance still
+holds their admission and the workspace's name."""
 
 from __future__ import annotations
 

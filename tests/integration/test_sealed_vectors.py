@@ -54,10 +54,9 @@ def by_meaning(vault, who, query_vector, depth=10):
     reader = vault.reader
     space = vault.spaces.of(who, "")
     model = reader.embedder.model
-    wanted = search.Query([], model, reader.segments.ids(space.id, model))
     with vault.spaces.entered(who, space, "read", "test") as at:
-        flight = search.find(vault.db, at, wanted)
-        return reader._by_meaning(at, reader.dek(space), flight, query_vector, depth)
+        flight = reader._find(at, search.Query([], model))
+        return reader._by_meaning(at, reader.dek(space), flight, query_vector, depth)[0]
 
 
 def test_no_column_of_any_table_holds_a_vector_of_a_saved_text(local_runtime, maint_rt, pg):
@@ -181,6 +180,8 @@ def test_a_rekeyed_space_is_still_found_by_meaning(runtime, hashed, admin_rt):
         hashed.reader.dek(hashed.spaces.of(who.principal, "")),
         HashEmbedder.model,
     )
-    rekey.rekey_user(admin_rt, who.id)
+    assert by_meaning(hashed, who.principal, vector)[0]["name"] == "kept"  # its segment now cached
+    rekey.rekey_user(admin_rt, who.id)  # the segments are dropped: the cached one names a gone id
+    assert by_meaning(hashed, current(who.id), vector)[0]["name"] == "kept"  # read again from zero
     fresh = Vault(runtime.db, runtime.keys, HashEmbedder())  # a process that never saw the old key
     assert by_meaning(fresh, current(who.id), vector)[0]["name"] == "kept"

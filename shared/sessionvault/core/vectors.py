@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -43,16 +43,18 @@ def unit(vector: npt.ArrayLike) -> Matrix:
 
 @dataclass(frozen=True)
 class Segment:
-    """Many heads' vectors, opened: row i is session ids[i] at head version versions[i]."""
+    """Many heads' vectors, opened: row i is session ids[i] at head version versions[i], with
+    what a search needs at hand (the row of each id, the repos as one array to compare)."""
 
     ids: tuple[str, ...]
     versions: tuple[int, ...]
-    repos: tuple[str, ...]
+    repos: npt.NDArray[np.str_]
     matrix: Matrix  # float32, one unit-length row per head
+    row_of: dict[str, int] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes) + 120 * len(self.ids)  # the ids and repos, roughly
+        return int(self.matrix.nbytes) + int(self.repos.nbytes) + 200 * len(self.ids)  # ids, the map
 
 
 def pack(ids: Sequence[str], versions: Sequence[int], repos: Sequence[str], rows: Sequence[bytes]) -> bytes:
@@ -69,4 +71,6 @@ def unpack(blob: bytes) -> Segment:
     header = json.loads(blob[4 : 4 + size])
     matrix = np.frombuffer(blob, dtype=_F16, offset=4 + size).astype(np.float32)
     matrix = matrix.reshape(header["rows"], header["dims"]) if header["rows"] else matrix.reshape(0, 0)
-    return Segment(tuple(header["ids"]), tuple(header["versions"]), tuple(header["repos"]), matrix)
+    ids = tuple(header["ids"])
+    repos = np.array(header["repos"], dtype=np.str_)
+    return Segment(ids, tuple(header["versions"]), repos, matrix, {i: n for n, i in enumerate(ids)})

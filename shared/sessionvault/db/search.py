@@ -104,13 +104,15 @@ _MATCHING = """
 class Query:
     """What a search asks the database: its keyed term tokens (none: no keyword statement),
     the embedding model whose vectors it scores ("" : none), the segments this process holds
-    opened for the space, an optional repo, and how many keyword hits to bring."""
+    opened for the space and the through_seq it last saw them at, an optional repo, and how many
+    keyword hits to bring."""
 
     tokens: list[bytes]
     model: str = ""
     cached: list[str] = field(default_factory=list)
     repo: str = ""
     limit: int = 10
+    since: int | None = None  # the segments' through_seq this process last read (db/vectors.py)
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ def find(db: Database, at: Tenant, query: Query) -> Found:
         "repo": query.repo,
         "limit": query.limit,
         "tokens": query.tokens,
+        "since": query.since,
     }
 
     def work(conn: Connection) -> tuple[Cursor | None, tuple[Cursor, Cursor, Cursor] | None]:

@@ -28,14 +28,21 @@ WHERE user_id = %(user_id)s AND model = %(model)s AND NOT id = ANY(%(cached)s::u
 """
 # The heads changed since the segments were written (each replaces its segment row, with its
 # vector when it has one of this model), and the heads still holding a plaintext vector.
-_DELTA = f"""
+_DELTA_COLUMNS = f"""
 SELECT s.id::text, s.version, s.repo, {BINDING},
        CASE WHEN s.embedding_model = %(model)s THEN s.sealed_vector END AS sealed_vector,
        CASE WHEN s.embedding_model = %(model)s AND s.sealed_vector IS NULL THEN s.embedding::real[] END
            AS plain_vector
-FROM sessions s
-WHERE s.user_id = %(user_id)s AND (s.vector_seq > {_THROUGH} OR s.embedding IS NOT NULL)
-"""
+FROM sessions s"""
+# Two index ranges, not one OR (which scans the space): (user_id, vector_seq), and the partial
+# index of the heads still holding a plaintext vector (none once the move is done). A process
+# that has read the space's segments before passes their `through_seq` (`since`): a value the
+# planner sees, so the range is an index range; one that has not asks the database's own (a
+# subquery, which the planner cannot see into: it may scan the space, once per process).
+_SPACE = "WHERE s.user_id = %(user_id)s AND"
+_PLAINTEXT_DELTA = f"{_DELTA_COLUMNS} {_SPACE} s.embedding IS NOT NULL AND s.sealed_vector IS NULL"
+_DELTA = f"{_DELTA_COLUMNS} {_SPACE} s.vector_seq > {_THROUGH} UNION ALL {_PLAINTEXT_DELTA}"
+_DELTA_SINCE = f"{_DELTA_COLUMNS} {_SPACE} s.vector_seq > %(since)s UNION ALL {_PLAINTEXT_DELTA}"
 _HEADS = """
 SELECT s.id::text, s.name, s.repo, s.version, v.saved_at, v.seal_id, v.nonce, v.ciphertext
 FROM sessions s JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
@@ -68,8 +75,9 @@ FROM sessions s WHERE s.user_id = %s AND s.embedding IS NOT NULL LIMIT %s
 
 def reading(conn: Connection, params: dict[str, Any]) -> tuple[Cursor, Cursor, Cursor]:
     """A search's vector statements, queued in its transaction: the space's segments of the
-    model, the ones not in `cached` with their ciphertext, the delta."""
-    return conn.execute(_SEGMENTS, params), conn.execute(_OPENING, params), conn.execute(_DELTA, params)
+    model, the ones not in `cached` with their ciphertext, the delta (past `since` when given)."""
+    delta = _DELTA if params.get("since") is None else _DELTA_SINCE
+    return conn.execute(_SEGMENTS, params), conn.execute(_OPENING, params), conn.execute(delta, params)
 
 
 def heads(conn: Connection, user_id: str, ids: list[str]) -> Cursor:

@@ -3,6 +3,7 @@ search the saved ones, by meaning and by keyword, fused into one ranking."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy.typing as npt
@@ -114,9 +115,23 @@ class Reader:
         own = vector_index.open_vector(dek, at.space, model, row) if row["embedding_model"] == model else None
         if own is None:
             return []
-        flight = search.find(self.db, at, search.Query([], model, self.segments.ids(at.space, model)))
-        hits = self._by_meaning(at, dek, flight, own, RELATED_LIMIT, exclude=str(row["id"]))
+        flight = self._find(at, search.Query([], model))
+        hits, _ = self._by_meaning(at, dek, flight, own, RELATED_LIMIT, exclude=str(row["id"]))
         return [answers.hit(sealing.open_record(dek, at.space, h), h) for h in answers.relevant(hits)]
+
+    def _find(self, at: Tenant, query: search.Query) -> search.Found:
+        """One search flight, its vector part brought up to date from what this process holds:
+        the segments it has opened and how far they went (a second flight only when they went
+        further than the space's segments now do: after a re-key)."""
+        if not query.model:
+            return search.find(self.db, at, query)
+        since = self.segments.since(at.space, query.model)
+        ask = replace(query, cached=self.segments.ids(at.space, query.model), since=since)
+        flight = search.find(self.db, at, ask)
+        if vector_index.stale(flight, since):
+            flight = search.find(self.db, at, replace(ask, since=None))
+        self.segments.read(at.space, query.model, flight)
+        return flight
 
     def _by_meaning(
         self,
@@ -128,10 +143,10 @@ class Reader:
         *,
         exclude: str = "",
         repo: str = "",
-    ) -> list[dict[str, Any]]:
-        """The heads closest to `vector`, best first, each with its cosine distance: the sealed
-        vectors scored in memory, then the heads fetched (a second flight). A delta grown past
-        DELTA_MAX is folded into new segments first."""
+    ) -> tuple[list[dict[str, Any]], vector_index.Scored]:
+        """The heads closest to `vector`, best first, each with its cosine distance, and every
+        head's score: the sealed vectors scored in memory, then the heads fetched (a second
+        flight). A delta grown past DELTA_MAX is folded into new segments first."""
         model = self.embedder.model
         scored = vector_index.score(
             self.segments, dek, at.space, model, flight, vector, repo=repo, exclude=exclude, depth=2 * depth
@@ -140,7 +155,8 @@ class Reader:
             vector_index.compact(self.db, at, dek, model)
         best = [i for i, _ in scored.best]
         rows = {r["id"]: r for r in search.heads(self.db, at, best)} if best else {}
-        return [{**rows[i], "distance": 1.0 - cosine} for i, cosine in scored.best if i in rows][:depth]
+        hits = [{**rows[i], "distance": 1.0 - cosine} for i, cosine in scored.best if i in rows]
+        return hits[:depth], scored
 
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         """By meaning and by keyword at once, fused into one ranking (answers.fused). Without an
@@ -161,13 +177,13 @@ class Reader:
             )
         depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
         model = self.embedder.model if vector is not None else ""
-        cached = self.segments.ids(space.id, model) if model else []
-        wanted = search.Query(tokens, model, cached, args.repo, depth)
+        wanted = search.Query(tokens, model, repo=args.repo, limit=depth)
         with self.spaces.entered(who, space, "read", "search_sessions") as at:
-            flight = search.find(self.db, at, wanted)
-            by_meaning = self._by_meaning(at, dek, flight, vector, depth, repo=args.repo) if vector else []
-        cosine = {h["id"]: h["distance"] for h in by_meaning}
-        by_keyword = [{**h, "distance": cosine.get(h["id"])} for h in flight.by_keyword]
+            flight = self._find(at, wanted)
+            by_meaning, scored = (
+                self._by_meaning(at, dek, flight, vector, depth, repo=args.repo) if vector else ([], None)
+            )
+        by_keyword = [{**h, "distance": _distance(scored, h["id"])} for h in flight.by_keyword]
         found = []
         for h in answers.fused(by_meaning, by_keyword, args.max_results):  # the first settles the key
             space, record = self._opened(who, space, h)
@@ -181,3 +197,9 @@ class Reader:
                 f" {answers.MIN_SCORE}); try other words, or list_sessions"
             )
         return out
+
+
+def _distance(scored: vector_index.Scored | None, session_id: str) -> float | None:
+    """A keyword hit's cosine distance to the query, when its vector was scored."""
+    cosine = scored.cosine(session_id) if scored is not None else None
+    return None if cosine is None else 1.0 - cosine

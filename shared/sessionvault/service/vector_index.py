@@ -36,7 +36,20 @@ class SegmentCache:
         self.max_bytes = max_bytes
         self._held: OrderedDict[tuple[str, str, str], vectors.Segment] = OrderedDict()
         self._bytes = 0
+        self._through: dict[tuple[str, str], int] = {}  # the segments' through_seq last read
         self._lock = threading.Lock()  # the local server's worker threads share one
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def since(self, space: str, model: str) -> int | None:
+        """The through_seq of the space's segments when this process last read them (None: never)."""
+        return self._through.get((space, model))
+
+    def read(self, space: str, model: str, found: Found) -> None:
+        """Remember how far the segments a search just listed go."""
+        self._through[(space, model)] = max((int(s["through_seq"]) for s in found.segments), default=0)
 
     def ids(self, space: str, model: str) -> list[str]:
         with self._lock:
@@ -63,11 +76,24 @@ class SegmentCache:
 
 @dataclass(frozen=True)
 class Scored:
-    """The heads closest in meaning (best first, id -> cosine), and every head's cosine that
-    the search could compute (so a keyword hit can say how close in meaning it is too)."""
+    """The heads closest in meaning (best first: id, cosine), and every scored head's cosine
+    on demand (a keyword hit says how close in meaning it is too)."""
 
     best: list[tuple[str, float]]
-    cosine: dict[str, float]
+    parts: list[tuple[dict[str, int], npt.NDArray[np.float32]]]  # (row of each id, its cosines)
+
+    def cosine(self, session_id: str) -> float | None:
+        for row_of, scores in self.parts:
+            row = row_of.get(session_id)
+            if row is not None and np.isfinite(scores[row]):
+                return float(scores[row])
+        return None
+
+
+def stale(found: Found, since: int | None) -> bool:
+    """Whether a delta read past `since` may miss heads: the space's segments now go less far
+    (a re-key dropped them), so heads at or before `since` are in no segment it listed."""
+    return since is not None and max((int(s["through_seq"]) for s in found.segments), default=0) < since
 
 
 def open_vector(dek: bytes, space_id: str, model: str, row: dict[str, Any]) -> vectors.Matrix | None:
@@ -105,35 +131,37 @@ def score(
         opened = crypto.unseal(dek, bytes(blob["nonce"]), bytes(blob["ciphertext"]), aad)
         cache.put(space_id, model, blob["id"], vectors.unpack(opened))
     changed = {row["id"]: row for row in found.delta}
-
-    def wanted(session_id: str, its_repo: str) -> bool:
-        return session_id != exclude and (not repo or its_repo == repo)
-
-    ids: list[str] = []
-    scores: list[np.ndarray] = []
+    parts: list[tuple[dict[str, int], npt.NDArray[np.float32]]] = []
+    names: list[tuple[str, ...]] = []
     for listed in found.segments:
         segment = cache.get(space_id, model, listed["id"])
         if segment is None or not segment.ids:
             continue
-        rows = zip(segment.ids, segment.repos, strict=True)
-        keep = np.array([i not in changed and wanted(i, r) for i, r in rows])
-        if keep.any():
-            ids += [i for i, k in zip(segment.ids, keep, strict=True) if k]
-            scores.append(segment.matrix[keep] @ q)
-    fresh: list[tuple[str, vectors.Matrix]] = []
-    for row in changed.values():
-        vector = open_vector(dek, space_id, model, row)
-        if vector is not None and wanted(row["id"], row["repo"]):
-            fresh.append((row["id"], vector))
-    if fresh:
-        ids += [i for i, _ in fresh]
-        scores.append(np.stack([v for _, v in fresh]) @ q)
-    if not ids:
-        return Scored([], {})
-    every = np.concatenate(scores)
-    top = np.argsort(-every, kind="stable")[:depth]
-    cosine = dict(zip(ids, (float(s) for s in every), strict=True))
-    return Scored([(ids[i], float(every[i])) for i in top], cosine)
+        scores = segment.matrix @ q  # every row at once; the ones not to be found set to -inf
+        for session_id in (*changed, exclude):
+            row = segment.row_of.get(session_id)
+            if row is not None:
+                scores[row] = -np.inf
+        if repo:
+            scores[segment.repos != repo] = -np.inf
+        parts.append((segment.row_of, scores))
+        names.append(segment.ids)
+    fresh = [(row["id"], open_vector(dek, space_id, model, row)) for row in changed.values()]
+    kept = [
+        (i, v) for (i, v), row in zip(fresh, changed.values(), strict=True)
+        if v is not None and i != exclude and (not repo or row["repo"] == repo)
+    ]  # fmt: skip
+    if kept:
+        parts.append(({i: n for n, (i, _) in enumerate(kept)}, np.stack([v for _, v in kept]) @ q))
+        names.append(tuple(i for i, _ in kept))
+    if not parts:
+        return Scored([], [])
+    every = np.concatenate([scores for _, scores in parts])
+    ids = [i for part in names for i in part]
+    wanted = min(depth, int(np.isfinite(every).sum()))
+    top = np.argpartition(-every, wanted - 1)[:wanted] if wanted else np.array([], dtype=int)
+    top = top[np.argsort(-every[top], kind="stable")]
+    return Scored([(ids[i], float(every[i])) for i in top], parts)
 
 
 def compact(db: Database, at: Tenant, dek: bytes, model: str) -> int:

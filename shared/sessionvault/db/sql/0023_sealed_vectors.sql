@@ -17,7 +17,7 @@
 ALTER TABLE sessions ADD COLUMN sealed_vector bytea, ADD COLUMN vector_seq bigint;
 CREATE SEQUENCE session_vector_seq;
 CREATE INDEX sessions_vector_delta ON sessions (user_id, vector_seq);
-CREATE INDEX sessions_plaintext_vectors ON sessions (user_id) WHERE embedding IS NOT NULL;
+CREATE INDEX sessions_plaintext_vectors ON sessions (user_id) WHERE embedding IS NOT NULL AND sealed_vector IS NULL;
 
 CREATE TABLE vector_segments (
     id          uuid PRIMARY KEY,
