@@ -185,3 +185,25 @@ def test_a_rekeyed_space_is_still_found_by_meaning(runtime, hashed, admin_rt):
     assert by_meaning(hashed, current(who.id), vector)[0]["name"] == "kept"  # read again from zero
     fresh = Vault(runtime.db, runtime.keys, HashEmbedder())  # a process that never saw the old key
     assert by_meaning(fresh, current(who.id), vector)[0]["name"] == "kept"
+
+
+def test_the_compact_task_folds_changes_and_drops_a_deleted_sessions_vector(runtime, hashed, maint_rt, pg):
+    who = make_user(runtime)
+
+    def segment_rows():
+        with psycopg.connect(pg.owner_url) as conn:
+            row = conn.execute(
+                "SELECT coalesce(sum(rows), 0) FROM vector_segments WHERE user_id = %s", (who.id,)
+            ).fetchone()
+        return row[0] if row else None
+
+    for i in range(3):
+        save(hashed, who.principal, f"c{i}", f"compact me {i}")
+    assert segment_rows() == 0
+    maintenance.compact_vectors(maint_rt)
+    assert segment_rows() == 3
+    hashed.delete(who.principal, records.parse(records.DeleteArgs, {"name": "c1"}))
+    maintenance.compact_vectors(maint_rt)
+    assert segment_rows() == 2  # the deleted session's vector is in no segment any more
+    done = maintenance.compact_vectors(maint_rt)
+    assert done["skipped_users"] == 0 and segment_rows() == 2

@@ -116,16 +116,27 @@ def store(conn: Connection, row: Row, sealed: bytes, model: str) -> None:
     conn.execute(_STORE, {"sealed": sealed, "model": model, "id": row["id"], "version": row["version"]})
 
 
+# A model's vectors changed since its segments: a head's vector is newer than them, or they hold
+# another number of heads than have a vector of the model (a session deleted, or moved to
+# another model: its vector is dropped from the segments by the compaction this asks for).
 _CHANGED = """
-SELECT DISTINCT s.embedding_model AS model FROM sessions s
-WHERE s.user_id = %(user_id)s AND s.sealed_vector IS NOT NULL
-  AND s.vector_seq > coalesce((SELECT max(through_seq) FROM vector_segments g
-                               WHERE g.user_id = s.user_id AND g.model = s.embedding_model), 0)
+WITH live AS (
+    SELECT s.embedding_model AS model, count(*) AS heads, max(s.vector_seq) AS last_seq
+    FROM sessions s WHERE s.user_id = %(user_id)s AND s.sealed_vector IS NOT NULL
+    GROUP BY s.embedding_model
+),
+segments AS (
+    SELECT model, sum(rows) AS heads, max(through_seq) AS through
+    FROM vector_segments WHERE user_id = %(user_id)s GROUP BY model
+)
+SELECT coalesce(live.model, segments.model) AS model
+FROM live FULL JOIN segments USING (model)
+WHERE live.heads IS DISTINCT FROM segments.heads OR live.last_seq > segments.through
 """
 
 
 def changed_models(conn: Connection, user_id: str) -> list[str]:
-    """The models of which the space has head vectors newer than its segments."""
+    """The models whose segments no longer hold exactly the space's head vectors."""
     return [row["model"] for row in conn.execute(_CHANGED, {"user_id": user_id}).fetchall()]
 
 
