@@ -198,9 +198,9 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
 
     from sessionvault.core import crypto, records
     from sessionvault.core.keys import WrappedKey
-    from sessionvault.db.pool import Database
+    from sessionvault.db.pool import Database, Tenant
     from sessionvault.runtime import key_provider
-    from sessionvault.service import accounts
+    from sessionvault.service import accounts, vector_index
 
     from .common import make_settings
 
@@ -249,9 +249,11 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
             aad = crypto.session_aad(user_id, str(session_id), name, 1)
             nonce, ciphertext = crypto.seal(deks[user_id], json.dumps(record).encode(), aad)
             preview = records.preview(summary)
+            sealed = vector_index.seal_vector(deks[user_id], user_id, f"{session_id}:1", MODEL, vectors[i])
             session_rows.append(
-                (session_id, owner, name, repo, preview, client, 1, vectors[i], MODEL, at, at)
-            )
+                (session_id, owner, name, repo, preview, client, 1, vectors[i], sealed, len(session_rows) + 1,
+                 MODEL, at, at)
+            )  # fmt: skip
             version_rows.append((session_id, owner, 1, nonce, ciphertext, client, at))
     print(f"   seed: {len(session_rows):,} records generated and sealed in {time.perf_counter() - t:.1f} s")
 
@@ -267,12 +269,24 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
             conn.execute(f'DROP INDEX "{name}"')
         t = time.perf_counter()
         with conn.cursor().copy(
-            "COPY sessions (id, user_id, name, repo, preview, client, version, embedding, embedding_model,"
-            " created_at, updated_at) FROM STDIN (FORMAT BINARY)"
+            "COPY sessions (id, user_id, name, repo, preview, client, version, embedding, sealed_vector,"
+            " vector_seq, embedding_model, created_at, updated_at) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             copy.set_types(
                 [
-                    *("uuid", "uuid", "text", "text", "text", "text", "int4", "vector", "text"),
+                    *(
+                        "uuid",
+                        "uuid",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                        "int4",
+                        "vector",
+                        "bytea",
+                        "int8",
+                        "text",
+                    ),
                     *("timestamptz", "timestamptz"),
                 ]
             )
@@ -291,6 +305,16 @@ def _seed(db, master_key: str) -> tuple[str, str, str]:
             conn.execute(definition)
         conn.commit()
         print(f"   seed: {len(hnsw)} HNSW index(es) rebuilt in {time.perf_counter() - t:.1f} s")
+        # The sealed vectors' sequence past every seeded head, and each space's segments made,
+        # as the compact_vectors task leaves them (the HNSW index stays: the baseline's).
+        conn.execute("SELECT setval('session_vector_seq', %s)", (len(session_rows) + 1,))
+        conn.commit()
+    t = time.perf_counter()
+    admin = Database(db.admin_url, max_size=1)
+    for user_id in user_ids:
+        vector_index.compact(admin, Tenant(user_id), deks[user_id], MODEL)
+    admin.close()
+    print(f"   seed: every space's vectors compacted into sealed segments in {time.perf_counter() - t:.1f} s")
     with psycopg.connect(db.owner_url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE sessions")
         conn.execute("VACUUM ANALYZE session_versions")
