@@ -16,7 +16,7 @@ from sessionvault.errors import DecryptionFailed, WorkspaceDenied
 from sessionvault.service import accounts, portability, purge
 from sessionvault.service.vault import Vault
 
-from ..conftest import User, admin_db, make_user
+from ..conftest import OWNER_URL, User, admin_db, make_user
 
 REPO = "github.com/acme/shop"
 
@@ -129,6 +129,21 @@ def test_an_offer_to_a_person_reaches_them_across_their_spaces_exactly_once(runt
     won = load(vault, bob, repo=REPO, accept=True, client="codex")
     assert (won["found"], won["name"], won["workspace"]) == (True, "incident", ws)
     assert load(vault, bob, repo=REPO, accept=True, client="codex")["found"] is False
+
+
+def test_who_offered_a_handoff_is_still_named_after_they_leave_the_workspace(runtime, team):
+    vault, _, bob, carol, ws = team
+    workspace_id = workspaces.find(admin_db(), ws)
+    workspaces.set_role(admin_db(), workspace_id, carol.id, "member", add=True)
+    save(vault, carol, name="handover", workspace=ws, repo=REPO, to_person=bob_name(bob))
+    workspaces.remove(admin_db(), workspace_id, carol.id)  # carol moves on
+    offer = load(vault, bob, name="handover", workspace=ws)["handoff"]
+    assert (offer["offered_by"], offer["to_person"]) == (bob_name(carol), bob_name(bob))
+    # a person who never had an offer in the workspace stays unnamed to it
+    with psycopg.connect(OWNER_URL[-1]) as conn:
+        conn.execute("SELECT set_config('app.user_id', %s, false)", (workspace_id,))
+        named = conn.execute("SELECT sessionvault_member_name(%s)", (make_user(runtime).id,)).fetchone()
+    assert named == (None,)
 
 
 def test_to_person_must_name_a_member(team):
