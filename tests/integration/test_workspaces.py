@@ -10,7 +10,7 @@ import os
 import psycopg
 import pytest
 
-from sessionvault.core import records
+from sessionvault.core import offers, records
 from sessionvault.db import workspaces
 from sessionvault.errors import DecryptionFailed, WorkspaceDenied
 from sessionvault.service import accounts, portability, purge
@@ -144,6 +144,19 @@ def test_who_offered_a_handoff_is_still_named_after_they_leave_the_workspace(run
         conn.execute("SELECT set_config('app.user_id', %s, false)", (workspace_id,))
         named = conn.execute("SELECT sessionvault_member_name(%s)", (make_user(runtime).id,)).fetchone()
     assert named == (None,)
+
+
+def test_a_claimed_handoff_names_the_person_who_took_it_and_their_client(runtime, team):
+    vault, alice, bob, _, ws = team
+    save(vault, alice, name="rollout", workspace=ws, repo=REPO, to_person=bob_name(bob))
+    assert load(vault, bob, repo=REPO, accept=True, client="codex")["found"] is True
+    offer = load(vault, alice, name="rollout", workspace=ws)["handoff"]
+    assert (offer["state"], offer["accepted_person"], offer["accepted_by"]) == (
+        "accepted",
+        bob_name(bob),
+        "codex",
+    )
+    assert offers.claimer(offer) == f"{bob_name(bob)} (codex)"  # as the web view and texts say it
 
 
 def test_to_person_must_name_a_member(team):

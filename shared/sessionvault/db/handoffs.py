@@ -31,7 +31,7 @@ WITH pick AS (
 ),
 claimed AS (
     UPDATE handoffs h SET accepted_at = clock_timestamp(), accepted_by = %(client)s,
-                          accepted_with = %(credential)s
+                          accepted_with = %(credential)s, accepted_user = %(actor)s::uuid
     FROM pick
     WHERE h.session_id = pick.session_id AND h.version = pick.version
       AND h.accepted_at IS NULL AND h.superseded_at IS NULL AND h.expires_at > clock_timestamp()

@@ -28,7 +28,9 @@ STATE_COLUMNS = """
     CASE WHEN h.from_user IS NULL THEN NULL ELSE sessionvault_member_name(h.from_user) END
         AS handoff_from_person,
     CASE WHEN h.to_user IS NULL THEN NULL ELSE sessionvault_member_name(h.to_user) END
-        AS handoff_to_person"""
+        AS handoff_to_person,
+    CASE WHEN h.accepted_user IS NULL OR h.accepted_user = h.user_id THEN NULL
+         ELSE sessionvault_member_name(h.accepted_user) END AS handoff_accepted_person"""
 
 # What a load returns, from sessions s, session_versions v and handoffs h: the one version's
 # ciphertext, the head, the version list and the offer's state (a claim returns the same).

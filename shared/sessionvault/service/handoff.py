@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sessionvault.core import offers
 from sessionvault.core.records import LoadArgs
 from sessionvault.db.sessions import iso
 from sessionvault.errors import ValidationFailed
@@ -28,6 +29,8 @@ def state_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
         out["accepted_at"] = iso(row["handoff_accepted_at"])
         if row.get("handoff_accepted_with"):
             out["accepted_with"] = row["handoff_accepted_with"]  # the key (or OAuth) that claimed it
+        if row.get("handoff_accepted_person"):  # in a workspace: the person who claimed it
+            out["accepted_person"] = row["handoff_accepted_person"]
     elif state == "open":
         out["expires_at"] = iso(row["handoff_expires_at"])
     elif state == "expired":
@@ -51,7 +54,7 @@ def not_claimed(args: LoadArgs, last: Mapping[str, Any] | None) -> dict[str, Any
         }
     out: dict[str, Any] = {"found": False, "name": last["name"], "handoff": offered}
     if offered.get("state") == "accepted":
-        by = offered["accepted_by"] or "an unnamed client"
+        by = offers.claimer(offered)
         out["hint"] = f"the handoff for {where} was already accepted by {by} at {offered['accepted_at']}"
     else:
         out["hint"] = f"no open handoff for {where}: the newest one is {offered.get('state', 'gone')}"

@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sessionvault.core import offers
+
 # C0 and C1 controls and DEL, except newline and tab; and the bidirectional overrides.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 LISTS = (("plan", "Plan"), ("todos", "To do"), ("files", "Files"), ("errors", "Errors"), ("tried", "Tried"))
@@ -37,7 +39,7 @@ def handoff_text(offer: Mapping[str, Any] | None) -> str:
     state = str(offer.get("state", ""))
     to = f" to {offer['to_client']}" if offer.get("to_client") else ""
     if state == "accepted":
-        by = offer.get("accepted_by") or "an unnamed client"
+        by = offers.claimer(offer)
         at = f" at {offer['accepted_at']}" if offer.get("accepted_at") else ""
         return clean(f"accepted by {by}{at} (offered{to})")
     if state == "open":

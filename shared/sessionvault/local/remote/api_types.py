@@ -11,6 +11,7 @@ class Handoff(TypedDict):
     to_client: NotRequired[str]
     accepted_by: NotRequired[str]
     accepted_with: NotRequired[str]
+    accepted_person: NotRequired[str]
     accepted_at: NotRequired[str]
     expires_at: NotRequired[str]
     expired_at: NotRequired[str]

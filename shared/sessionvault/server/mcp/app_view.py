@@ -77,7 +77,9 @@ _SCRIPT = r"""
     const to = h.to_client ? " to " + h.to_client : "";
     if (h.state === "accepted") {
       const key = h.accepted_with ? " (with " + h.accepted_with + ")" : "";
-      const by = h.accepted_by || "an unnamed client";
+      const client = h.accepted_by || "";
+      const by = h.accepted_person ? h.accepted_person + (client ? " (" + client + ")" : "")
+                                   : client || "an unnamed client";
       return "accepted" + to + " by " + by + key + " at " + when(h.accepted_at);
     }
     if (h.state === "open") return "open" + to + ", until " + when(h.expires_at);

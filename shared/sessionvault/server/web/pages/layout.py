@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from sessionvault.core import offers
 from sessionvault.server.web.pages.style import STYLE
 
 e = html.escape
@@ -103,7 +104,7 @@ def handoff_badge(offered: Mapping[str, Any] | None) -> str:
     for key, word in (("to_person", "to"), ("offered_by", "from")):  # a teammate's offer (docs/teams.md)
         to += f" {word} <strong>{e(offered[key])}</strong>" if offered.get(key) else ""
     if state == "accepted":
-        by = e(offered.get("accepted_by") or "an unnamed client")
+        by = e(offers.claimer(offered))
         key = f" (with <code>{e(offered['accepted_with'])}</code>)" if offered.get("accepted_with") else ""
         return f"{badge}{to} by <strong>{by}</strong>{key} at {when(offered.get('accepted_at'))}"
     if state == "open":
