@@ -1,41 +1,50 @@
 """A space's vectors as they are stored (issue 36): never in the clear. A vector is text in other
 words (inversion attacks rebuild much of a short text from it), so each head's vector is sealed
 on its own row, and a space's vectors are also kept packed in a few sealed segments that a
-search opens once per process and scores in memory. Pure: the layout and the scoring; the
-sealing is `core.crypto`'s, the rows are `db.vectors`'.
+search opens once per process and scores in memory. Pure: the layout and the scoring's inputs;
+the sealing is `core.crypto`'s, the rows are `db.vectors`'.
 
 A vector is stored unit-length as little-endian float16 (768 bytes at 384 dimensions): a
 cosine from float16 differs from float32's by under 1e-3, so the ranking needs no second,
 exact pass. A segment is a length-prefixed JSON header (row count, dimensions, and per row the
-session id, its head version and its repo) followed by the rows' float16 matrix."""
+session id, its head version and its repo) followed by the rows' float16 matrix.
+
+Writing one (a save) needs no numpy (`struct`'s half floats): a Lambda's init and its saves
+never import it; reading them (a search, a compaction) imports it on first use."""
 
 from __future__ import annotations
 
 import json
+import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Matrix = npt.NDArray[np.float32]
-_F16 = np.dtype("<f2")
+    Matrix = npt.NDArray[np.float32]
 
 
-def encode(vector: npt.ArrayLike) -> bytes:
+def encode(vector: Sequence[float]) -> bytes:
     """A vector as one row stores it: unit length, float16."""
-    v = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(v))
-    return (v / norm if norm else v).astype(_F16).tobytes()
+    values = [float(x) for x in vector]
+    norm = math.sqrt(math.fsum(x * x for x in values)) or 1.0
+    return struct.pack(f"<{len(values)}e", *(x / norm for x in values))
 
 
 def decode(blob: bytes) -> Matrix:
-    return np.frombuffer(blob, dtype=_F16).astype(np.float32)
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f2").astype(np.float32)
 
 
-def unit(vector: npt.ArrayLike) -> Matrix:
+def unit(vector: Any) -> Matrix:
     """A query vector as the stored ones are scored against: unit length, float32."""
+    import numpy as np
+
     v = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm else v
@@ -59,7 +68,7 @@ class Segment:
 
 def pack(ids: Sequence[str], versions: Sequence[int], repos: Sequence[str], rows: Sequence[bytes]) -> bytes:
     """The plaintext of a segment: its header and its rows (each as `encode` made it)."""
-    dims = len(rows[0]) // _F16.itemsize if rows else 0
+    dims = len(rows[0]) // 2 if rows else 0
     header = json.dumps(
         {"rows": len(ids), "dims": dims, "ids": list(ids), "versions": list(versions), "repos": list(repos)}
     ).encode()
@@ -67,9 +76,11 @@ def pack(ids: Sequence[str], versions: Sequence[int], repos: Sequence[str], rows
 
 
 def unpack(blob: bytes) -> Segment:
+    import numpy as np
+
     (size,) = struct.unpack_from("<I", blob)
     header = json.loads(blob[4 : 4 + size])
-    matrix = np.frombuffer(blob, dtype=_F16, offset=4 + size).astype(np.float32)
+    matrix = np.frombuffer(blob, dtype="<f2", offset=4 + size).astype(np.float32)
     matrix = matrix.reshape(header["rows"], header["dims"]) if header["rows"] else matrix.reshape(0, 0)
     ids = tuple(header["ids"])
     repos = np.array(header["repos"], dtype=np.str_)

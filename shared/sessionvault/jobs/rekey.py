@@ -42,10 +42,9 @@ def rekey_user(rt: Runtime, user_id: str) -> int:
         indexed = sealing.terms_of(new_dek, user_id, json.loads(plaintext))
         sealed_preview = sealing.seal_preview(new_dek, user_id, row, preview)
         # Its vector, sealed again under the new key (the same binding: its version and model).
-        vector, model = None, row["embedding_model"]
-        opened = vector_index.open_vector(old_dek, user_id, model, row) if row["sealed_vector"] else None
-        if opened is not None:
-            vector = vector_index.seal_vector(new_dek, user_id, row["binding"], model, opened)
+        vector = None
+        if row["sealed_vector"] is not None:
+            vector = vector_index.reseal_vector(old_dek, new_dek, user_id, row["embedding_model"], row)
         return nonce, ciphertext, rekeying.HeadSeal(mac, sealed_preview, indexed, vector)
 
     def switch(conn: Connection) -> None:

@@ -3,12 +3,11 @@ search the saved ones, by meaning and by keyword, fused into one ranking."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy.typing as npt
-
-from sessionvault.core import framing
+from sessionvault.core import framing, vectors
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import is_automatic
@@ -138,7 +137,7 @@ class Reader:
         at: Tenant,
         dek: bytes,
         flight: search.Found,
-        vector: npt.ArrayLike,
+        vector: Sequence[float] | vectors.Matrix,
         depth: int,
         *,
         exclude: str = "",

@@ -11,16 +11,18 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from sessionvault.core import crypto, vectors
 from sessionvault.db import vectors as stored
 from sessionvault.db.pool import Connection, Database, Tenant
 from sessionvault.db.search import Found
+
+if TYPE_CHECKING:  # numpy is imported by the first search, not by a Lambda's init or a save
+    import numpy as np
+    import numpy.typing as npt
 
 SEGMENT_ROWS = 4096  # heads a segment holds: 3 MB at 384 dimensions, 12 MB at 1536
 DELTA_MAX = 2048  # past this many changed heads, the search that sees them compacts first
@@ -83,6 +85,8 @@ class Scored:
     parts: list[tuple[dict[str, int], npt.NDArray[np.float32]]]  # (row of each id, its cosines)
 
     def cosine(self, session_id: str) -> float | None:
+        import numpy as np
+
         for row_of, scores in self.parts:
             row = row_of.get(session_id)
             if row is not None and np.isfinite(scores[row]):
@@ -96,19 +100,31 @@ def stale(found: Found, since: int | None) -> bool:
     return since is not None and max((int(s["through_seq"]) for s in found.segments), default=0) < since
 
 
+def _opened(dek: bytes, space_id: str, model: str, row: dict[str, Any]) -> bytes:
+    """A head's sealed vector (`sealed_vector`, `binding`) opened: its float16 row."""
+    return crypto.open_blob(
+        dek, bytes(row["sealed_vector"]), crypto.vector_aad(space_id, row["binding"], model)
+    )
+
+
 def open_vector(dek: bytes, space_id: str, model: str, row: dict[str, Any]) -> vectors.Matrix | None:
     """A head's vector from its row: sealed (`sealed_vector`, `binding`) or, saved before the
     move, plaintext (`plain_vector`)."""
     if row.get("sealed_vector") is not None:
-        aad = crypto.vector_aad(space_id, row["binding"], model)
-        return vectors.decode(crypto.open_blob(dek, bytes(row["sealed_vector"]), aad))
+        return vectors.decode(_opened(dek, space_id, model, row))
     if row.get("plain_vector") is not None:
         return vectors.unit(row["plain_vector"])
     return None
 
 
-def seal_vector(dek: bytes, space_id: str, binding: str, model: str, vector: npt.ArrayLike) -> bytes:
+def seal_vector(dek: bytes, space_id: str, binding: str, model: str, vector: Sequence[float]) -> bytes:
     return crypto.seal_blob(dek, vectors.encode(vector), crypto.vector_aad(space_id, binding, model))
+
+
+def reseal_vector(old_dek: bytes, new_dek: bytes, space_id: str, model: str, row: dict[str, Any]) -> bytes:
+    """A head's sealed vector under a new key (a re-key), bound as before."""
+    aad = crypto.vector_aad(space_id, row["binding"], model)
+    return crypto.seal_blob(new_dek, _opened(old_dek, space_id, model, row), aad)
 
 
 def score(
@@ -117,7 +133,7 @@ def score(
     space_id: str,
     model: str,
     found: Found,
-    query: npt.ArrayLike,
+    query: Sequence[float] | vectors.Matrix,
     *,
     repo: str = "",
     exclude: str = "",
@@ -125,6 +141,8 @@ def score(
 ) -> Scored:
     """Every head of the space scored against `query`: the segments (opened now if the cache
     lacks them), each row replaced by the head's delta row when it has one."""
+    import numpy as np
+
     q = vectors.unit(query)
     for blob in found.opening:
         aad = crypto.segment_aad(space_id, blob["id"], model)
@@ -175,15 +193,12 @@ def compact(db: Database, at: Tenant, dek: bytes, model: str) -> int:
         made = []
         for start in range(0, len(rows), SEGMENT_ROWS):
             part = rows[start : start + SEGMENT_ROWS]
-            opened = [open_vector(dek, space_id, model, row) for row in part]
-            encoded = [vectors.encode(v) for v in opened if v is not None]
-            kept = [row for row, v in zip(part, opened, strict=True) if v is not None]
+            opened = [_opened(dek, space_id, model, row) for row in part]  # float16 rows, as stored
             segment_id = str(uuid.uuid4())
-            plain = vectors.pack(
-                [r["id"] for r in kept], [r["version"] for r in kept], [r["repo"] for r in kept], encoded
-            )
+            ids, versions, repos = ([r[c] for r in part] for c in ("id", "version", "repo"))
+            plain = vectors.pack(ids, versions, repos, opened)
             nonce, ciphertext = crypto.seal(dek, plain, crypto.segment_aad(space_id, segment_id, model))
-            made.append({"id": segment_id, "rows": len(kept), "nonce": nonce, "ciphertext": ciphertext})
+            made.append({"id": segment_id, "rows": len(part), "nonce": nonce, "ciphertext": ciphertext})
         stored.replace_segments(conn, space_id, model, through, made)
         return len(rows)
 
