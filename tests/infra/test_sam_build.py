@@ -197,6 +197,10 @@ def test_built_layers_import_in_a_bare_runtime_python(built, python_runtime):
             "import importlib, psycopg\n"
             f"for m in {modules!r}: importlib.import_module(m)\n"
             "assert psycopg.pq.__impl__ == 'binary', psycopg.pq.__impl__\n"
+            # a search scores the sealed vectors with numpy: a segment opened and scored here
+            "from sessionvault.core import vectors\n"
+            "seg = vectors.unpack(vectors.pack(['a'], [1], ['r'], [vectors.encode([3.0, 4.0])]))\n"
+            "assert abs(float(seg.matrix[0] @ vectors.unit([3.0, 4.0])) - 1.0) < 1e-3\n"
             "print('ok')\n"
         )
         path = os.pathsep.join(str(d) for d in [fdir, *built_layer_dirs(built, function)])
