@@ -98,7 +98,8 @@ TOOLS = [
     ),
     ToolSpec(
         "search_sessions",
-        "Find saved sessions by meaning (semantic search), best first.",
+        "Find saved sessions by meaning and by the words, identifiers, paths or error codes they name,"
+        " best first; each hit says why it matched (meaning, keyword or both).",
         records.SearchArgs,
         Vault.search,
         "read",
