@@ -32,11 +32,11 @@ def _metrics(ranked: list[list[str]], queries: list[Query]) -> tuple[float, floa
 
 def retrieval() -> None:
     from sessionvault.core import records
-    from sessionvault.db import identity, search
+    from sessionvault.db import identity
     from sessionvault.db.pool import Database
     from sessionvault.local.host import embedded
     from sessionvault.runtime import open_runtime
-    from sessionvault.service import accounts, answers, sealing
+    from sessionvault.service import accounts, answers
     from sessionvault.service.principal import Principal
 
     sessions, queries = build()
@@ -62,17 +62,13 @@ def retrieval() -> None:
         for record in sessions:
             rt.vault.save(who, records.parse(records.SaveArgs, record))
         space = rt.vault.spaces.of(who, "")
-        dek = rt.vault.reader.dek(space)
         names: dict[str, list[list[str]]] = {"meaning": [], "keyword": [], "fused": []}
-        for q in queries:
-            vector = rt.vault.embedder.embed(q.text)
-            tokens = sealing.query_tokens(dek, space.id, q.text)
-            wanted = search.Query(vector, rt.vault.embedder.model, tokens, limit=RANK_DEPTH)
-            with rt.vault.spaces.entered(who, space, "read", "bench") as at:
-                by_meaning, by_keyword = search.find(rt.db, at, wanted)
-            names["meaning"].append([h["name"] for h in answers.relevant(by_meaning)])
-            names["keyword"].append([h["name"] for h in answers.keyword_relevant(by_keyword)])
-            names["fused"].append([h["name"] for h in answers.fused(by_meaning, by_keyword, RANK_DEPTH)])
+        for q in queries:  # the two lists search_sessions fuses, then its fusion
+            ranked = rt.vault.reader.rankings(who, space, q.text, "", RANK_DEPTH)
+            names["meaning"].append([h["name"] for h in answers.relevant(ranked.by_meaning)])
+            names["keyword"].append([h["name"] for h in answers.keyword_relevant(ranked.by_keyword)])
+            fused = answers.fused(ranked.by_meaning, ranked.by_keyword, RANK_DEPTH)
+            names["fused"].append([h["name"] for h in fused])
         print(f"   {'ranking':10s} {'half':8s} {'recall@5':>9s} {'MRR':>7s}")
         for kind in ("exact", "meaning"):
             half = [i for i, q in enumerate(queries) if q.kind == kind]

@@ -4,7 +4,7 @@ search the saved ones, by meaning and by keyword, fused into one ranking."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sessionvault.core import framing, vectors
@@ -160,13 +160,33 @@ class Reader:
     def search(self, who: Principal, args: SearchArgs) -> dict[str, Any]:
         """By meaning and by keyword at once, fused into one ranking (answers.fused). Without an
         embedding provider, by keyword alone, and the answer says so."""
-        query = args.query
+        space = self.spaces.of(who, args.workspace)
+        depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
+        ranked = self.rankings(who, space, args.query, args.repo, depth)
+        found = []
+        for h in answers.fused(
+            ranked.by_meaning, ranked.by_keyword, args.max_results
+        ):  # the first settles the key
+            space, record = self._opened(who, space, h)
+            found.append(answers.hit(record, h, space.name))
+        out = pack(found, args.max_tokens, FRAME_CHARS)
+        if not ranked.had_vector:
+            out["notice"] = "no embedding provider answered: these hits match the query's words only"
+        if (ranked.by_meaning or ranked.by_keyword) and not found:  # why nothing came back: the words
+            out["hint"] = (
+                f"no saved session names these words or is close in meaning (every score below"
+                f" {answers.MIN_SCORE}); try other words, or list_sessions"
+            )
+        return out
+
+    def rankings(self, who: Principal, space: Space, query: str, repo: str, depth: int) -> Rankings:
+        """The two lists a search fuses, each `depth` deep with its heads' ciphertext: by meaning
+        (cosine distance) and by keyword (each with its cosine distance when scored too)."""
         if self.redact:  # a query is not stored, but it does go to the embedding provider
             from sessionvault.core.redact import scrub_text
 
             query = scrub_text(query)[0]
         vector = self.embedder.embed(query)
-        space = self.spaces.of(who, args.workspace)
         dek = self.dek(space)
         tokens = sealing.query_tokens(dek, space.id, query)
         if vector is None and not tokens:
@@ -174,28 +194,21 @@ class Reader:
                 "semantic search is unavailable: no embedding provider answered, and the query has"
                 " no word to match; list_sessions and load_session still work"
             )
-        depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
         model = self.embedder.model if vector is not None else ""
-        wanted = search.Query(tokens, model, repo=args.repo, limit=depth)
         with self.spaces.entered(who, space, "read", "search_sessions") as at:
-            flight = self._find(at, wanted)
+            flight = self._find(at, search.Query(tokens, model, repo=repo, limit=depth))
             by_meaning, scored = (
-                self._by_meaning(at, dek, flight, vector, depth, repo=args.repo) if vector else ([], None)
+                self._by_meaning(at, dek, flight, vector, depth, repo=repo) if vector else ([], None)
             )
         by_keyword = [{**h, "distance": _distance(scored, h["id"])} for h in flight.by_keyword]
-        found = []
-        for h in answers.fused(by_meaning, by_keyword, args.max_results):  # the first settles the key
-            space, record = self._opened(who, space, h)
-            found.append(answers.hit(record, h, space.name))
-        out = pack(found, args.max_tokens, FRAME_CHARS)
-        if vector is None:
-            out["notice"] = "no embedding provider answered: these hits match the query's words only"
-        if (by_meaning or by_keyword) and not found:  # why nothing came back: the words, not an empty vault
-            out["hint"] = (
-                f"no saved session names these words or is close in meaning (every score below"
-                f" {answers.MIN_SCORE}); try other words, or list_sessions"
-            )
-        return out
+        return Rankings(by_meaning, by_keyword, vector is not None)
+
+
+@dataclass(frozen=True)
+class Rankings:
+    by_meaning: list[dict[str, Any]]
+    by_keyword: list[dict[str, Any]]
+    had_vector: bool  # False: no embedding provider answered (keyword only)
 
 
 def _distance(scored: vector_index.Scored | None, session_id: str) -> float | None:
