@@ -114,10 +114,8 @@ def seal_vectors(rt: Runtime, batch: int = 1000) -> dict[str, int]:
             rows = vectors.plaintext(conn, user["id"], batch - sealed)
         if not rows:
             continue
-        try:
-            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
-        except Exception as exc:
-            _log_skip("sealing vectors skipped a user", user["id"], exc)
+        dek = _unwrapped(rt, user, "sealing vectors")
+        if dek is None:
             skipped += 1
             continue
         with rt.db.tenant(user["id"]) as conn:
@@ -142,10 +140,8 @@ def compact_vectors(rt: Runtime) -> dict[str, int]:
             changed = vectors.changed_models(conn, user["id"])
         if not changed:
             continue
-        try:
-            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
-        except Exception as exc:
-            _log_skip("compacting vectors skipped a user", user["id"], exc)
+        dek = _unwrapped(rt, user, "compacting vectors")
+        if dek is None:
             skipped += 1
             continue
         for model in changed:
@@ -167,10 +163,8 @@ def seal_previews(rt: Runtime, batch: int = 1000) -> dict[str, int]:
         rows = previews.plaintext(rt.db, user["id"], batch - sealed)
         if not rows:
             continue
-        try:
-            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
-        except Exception as exc:
-            _log_skip("sealing previews skipped a user", user["id"], exc)
+        dek = _unwrapped(rt, user, "sealing previews")
+        if dek is None:
             skipped += 1
             continue
         blobs = [(row, seal_preview(dek, user["id"], row, row["preview"])) for row in rows]
@@ -190,10 +184,8 @@ def index_terms(rt: Runtime, batch: int = 500) -> dict[str, int]:
         rows = terms.unindexed(rt.db, user["id"], batch - indexed - failed)
         if not rows:
             continue
-        try:
-            dek = rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
-        except Exception as exc:
-            _log_skip("indexing terms skipped a user", user["id"], exc)
+        dek = _unwrapped(rt, user, "indexing terms")
+        if dek is None:
             skipped += 1
             continue
         opened = []
@@ -205,6 +197,16 @@ def index_terms(rt: Runtime, batch: int = 500) -> dict[str, int]:
                 failed += 1
         indexed += terms.store(rt.db, user["id"], opened)
     return {"indexed": indexed, "failed": failed, "skipped_users": skipped}
+
+
+def _unwrapped(rt: Runtime, user: dict[str, Any], doing: str) -> bytes | None:
+    """The user's data key, or None (logged: a key that cannot be unwrapped skips its user,
+    never stops the job)."""
+    try:
+        return rt.keys.unwrap(user["id"], WrappedKey.from_row(user))
+    except Exception as exc:
+        _log_skip(f"{doing} skipped a user", user["id"], exc)
+        return None
 
 
 def _log_skip(message: str, user_id: str, exc: Exception) -> None:

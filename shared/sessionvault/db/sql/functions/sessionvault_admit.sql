@@ -26,24 +26,12 @@ AS $$
 #variable_conflict use_column
 DECLARE
     k record;
-    c record;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     SELECT * INTO k FROM sessionvault_enter_key(p_key_hash, p_resource);  -- the tenant: a proof
-    SELECT * INTO c FROM sessionvault_charge(coalesce(k.status, 'unknown_key'), k.user_id, k.client_id, p_budget,
-                                             p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
-    status := c.status;
-    IF k.status = 'ok' THEN
-        user_id := k.user_id;
-        dek_wrapped := k.dek_wrapped;
-        key_id := k.key_id;
-        scopes := k.scopes;
-    END IF;
-    full_window := c.full_window;
-    window_limit := c.window_limit;
-    retry_after := c.retry_after;
-    audit_id := c.audit_id;
-    RETURN NEXT;
+    RETURN QUERY SELECT * FROM sessionvault_charge(
+        coalesce(k.status, 'unknown_key'), k.user_id, k.dek_wrapped, k.key_id, k.scopes, k.client_id,
+        p_budget, p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
 END;
 $$;
 

@@ -47,24 +47,15 @@ BEGIN
     END IF;
 
     PERFORM set_config('synchronous_commit', 'off', true);
-    SELECT * INTO c FROM sessionvault_charge(coalesce(k.status, 'unknown_key'), k.user_id, k.client_id, p_budget,
-                                             p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
+    SELECT * INTO c FROM sessionvault_charge(
+        coalesce(k.status, 'unknown_key'), k.user_id, k.dek_wrapped, k.key_id, k.scopes, k.client_id,
+        p_budget, p_per_minute, p_per_day, p_request_id, p_tool, p_ip_hash, p_ua_hash);
     PERFORM set_config('synchronous_commit', v_sync, true);
     IF c.status <> 'ok' THEN
         PERFORM set_config('app.user_id', '', true);  -- a rate-limited call set it for its audit row
     END IF;
-    status := c.status;
-    IF k.status = 'ok' THEN
-        user_id := k.user_id;
-        dek_wrapped := k.dek_wrapped;
-        key_id := k.key_id;
-        scopes := k.scopes;
-    END IF;
-    full_window := c.full_window;
-    window_limit := c.window_limit;
-    retry_after := c.retry_after;
-    audit_id := c.audit_id;
-    RETURN NEXT;
+    RETURN QUERY SELECT c.status, c.user_id, c.dek_wrapped, c.key_id, c.scopes, c.full_window,
+                        c.window_limit, c.retry_after, c.audit_id;
 END;
 $$;
 

@@ -1,11 +1,16 @@
--- What an admission costs, once sessionvault_enter_key has said whose call it is: a refused
--- credential is counted per minute (auth_failures, no user); an accepted one is charged to its
--- budget's sliding windows (minute and day) and gets the request's audit row, or, when a window
--- is full, is refused with the window, its limit and when it frees (its audit row says so).
--- Runs as the serving role, under row security: the tenant is the proof just set.
+-- What an admission costs, once sessionvault_enter_key has said whose call it is (its row comes
+-- in as the p_key_* arguments), and the admission's answer: a refused credential is counted per
+-- minute (auth_failures, no user); an accepted one is charged to its budget's sliding windows
+-- (minute and day) and gets the request's audit row, or, when a window is full, is refused with
+-- the window, its limit and when it frees (its audit row says so). Runs as the serving role,
+-- under row security: the tenant is the proof just set. sessionvault_admit and _admit_as answer
+-- what it answers.
 CREATE OR REPLACE FUNCTION sessionvault_charge(
     p_status text,            -- sessionvault_key's status ('unknown_key' for no row)
     p_user_id uuid,
+    p_dek_wrapped bytea,
+    p_key_id text,
+    p_scopes text[],
     p_client_id text,         -- the OAuth client, for a token
     p_budget text,            -- 'tool' (tools/call) or 'protocol' (everything else)
     p_per_minute integer,
@@ -16,6 +21,10 @@ CREATE OR REPLACE FUNCTION sessionvault_charge(
     p_ua_hash bytea
 ) RETURNS TABLE (
     status text,              -- p_status when not ok; else ok | rate_limited
+    user_id uuid,             -- these four: the key's, unless it was refused
+    dek_wrapped bytea,
+    key_id text,
+    scopes text[],
     full_window text,         -- minute | day, when rate_limited
     window_limit integer,
     retry_after integer,      -- seconds, when rate_limited
@@ -33,13 +42,17 @@ DECLARE
     v_day_free integer;
 BEGIN
     status := p_status;
-    IF status <> 'ok' THEN
+    IF status <> 'ok' THEN  -- nothing of the key said to a refused caller
         INSERT INTO auth_failures AS f (slot, reason, hits)
         VALUES (date_trunc('minute', v_now), status, 1)
         ON CONFLICT ON CONSTRAINT auth_failures_pkey DO UPDATE SET hits = f.hits + 1;
         RETURN NEXT;
         RETURN;
     END IF;
+    user_id := p_user_id;
+    dek_wrapped := p_dek_wrapped;
+    key_id := p_key_id;
+    scopes := p_scopes;
 
     PERFORM pg_advisory_xact_lock(hashtextextended(p_user_id::text || '/' || p_budget, 7));
     SELECT
@@ -86,5 +99,5 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION sessionvault_charge(text,uuid,text,text,integer,integer,text,text,bytea,bytea) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sessionvault_charge(text,uuid,text,text,integer,integer,text,text,bytea,bytea) TO sessionvault_app;
+REVOKE ALL ON FUNCTION sessionvault_charge(text,uuid,bytea,text,text[],text,text,integer,integer,text,text,bytea,bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sessionvault_charge(text,uuid,bytea,text,text[],text,text,integer,integer,text,text,bytea,bytea) TO sessionvault_app;
