@@ -207,3 +207,16 @@ def test_the_compact_task_folds_changes_and_drops_a_deleted_sessions_vector(runt
     assert segment_rows() == 2  # the deleted session's vector is in no segment any more
     done = maintenance.compact_vectors(maint_rt)
     assert done["skipped_users"] == 0 and segment_rows() == 2
+
+
+def test_a_search_that_finds_a_large_delta_compacts_it_first(runtime, hashed, pg, monkeypatch):
+    monkeypatch.setattr(vector_index, "DELTA_MAX", 3)
+    who = make_user(runtime)
+    for i in range(5):
+        save(hashed, who.principal, f"d{i}", f"delta row {i}")
+    target = np.asarray(hashed.embedder.embed(text_of("d3", "delta row 3")))
+    assert by_meaning(hashed, who.principal, target)[0]["name"] == "d3"  # scored from the delta ...
+    with psycopg.connect(pg.owner_url) as conn:  # ... which it then folded into a segment
+        rows = conn.execute("SELECT sum(rows) FROM vector_segments WHERE user_id = %s", (who.id,)).fetchone()
+    assert rows == (5,)
+    assert by_meaning(hashed, who.principal, target)[0]["name"] == "d3"  # and now from the segment

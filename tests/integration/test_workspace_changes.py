@@ -40,6 +40,10 @@ def test_members_see_a_rekey_on_their_next_call_with_no_false_integrity_error(ru
     admin.dispatch(admin_rt, {"action": "rekey_users", "workspace": ws})  # and for the listing
     entries = listed(vault, bob, workspace=ws)["sessions"]
     assert [(s["name"], s.get("unverified")) for s in entries] == [("plan", None)]
+    admin.dispatch(admin_rt, {"action": "rekey_users", "workspace": ws})  # and for a search:
+    asked = records.parse(records.SearchArgs, {"query": "step two", "workspace": ws})
+    found = vault.search(bob.principal, asked)  # its keyword tokens are made with the new key
+    assert [h["name"] for h in found["results"]] == ["plan"]
 
 
 def test_an_operator_rekeys_a_workspace_by_name_or_id(runtime, admin_rt):

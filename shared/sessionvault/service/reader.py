@@ -162,7 +162,7 @@ class Reader:
         embedding provider, by keyword alone, and the answer says so."""
         space = self.spaces.of(who, args.workspace)
         depth = max(2 * args.max_results, 10)  # each list runs deeper than the answer, for the fusion
-        ranked = self.rankings(who, space, args.query, args.repo, depth)
+        space, ranked = self._ranked(who, space, args.query, args.repo, depth)
         found = []
         for h in answers.fused(
             ranked.by_meaning, ranked.by_keyword, args.max_results
@@ -178,6 +178,24 @@ class Reader:
                 f" {answers.MIN_SCORE}); try other words, or list_sessions"
             )
         return out
+
+    def _ranked(
+        self, who: Principal, space: Space, query: str, repo: str, depth: int
+    ) -> tuple[Space, Rankings]:
+        """`rankings` in `space`, or, when the workspace's key this instance remembers opens
+        nothing (a re-key since: its vectors do not open, its keyword tokens match nothing), in
+        the workspace as stored now, once (spaces.renew)."""
+        try:
+            ranked = self.rankings(who, space, query, repo, depth)
+        except DecryptionFailed:
+            ranked = None
+        if ranked is None or not (ranked.by_meaning or ranked.by_keyword):
+            fresh = self.spaces.renew(who, space)
+            if fresh is not None:
+                return fresh, self.rankings(who, fresh, query, repo, depth)
+            if ranked is None:
+                raise DecryptionFailed()
+        return space, ranked
 
     def rankings(self, who: Principal, space: Space, query: str, repo: str, depth: int) -> Rankings:
         """The two lists a search fuses, each `depth` deep with its heads' ciphertext: by meaning
