@@ -139,13 +139,14 @@ def find(db: Database, at: Tenant, query: Query) -> Found:
         "since": query.since,
     }
 
-    def work(conn: Connection) -> tuple[Cursor | None, tuple[Cursor, Cursor, Cursor] | None]:
+    def work(conn: Connection) -> tuple[Cursor | None, tuple[Cursor, Cursor] | None]:
         matching = conn.execute(_MATCHING, params) if query.tokens else None
         reading = vectors.reading(conn, params) if query.model else None
         return matching, reading
 
     matching, reading = db.in_tenant(at, work, idempotent=True)
-    segments, opening, delta = (c.fetchall() for c in reading) if reading else ([], [], [])
+    segments, delta = (c.fetchall() for c in reading) if reading else ([], [])
+    opening = [s for s in segments if s["ciphertext"] is not None]
     return Found(matching.fetchall() if matching else [], segments, opening, delta)
 
 

@@ -19,12 +19,13 @@ _THROUGH = (
     "coalesce((SELECT max(through_seq) FROM vector_segments"
     " WHERE user_id = %(user_id)s AND model = %(model)s), 0)"
 )
-_SEGMENTS = (
-    "SELECT id::text, through_seq FROM vector_segments WHERE user_id = %(user_id)s AND model = %(model)s"
-)
-_OPENING = """
-SELECT id::text, nonce, ciphertext FROM vector_segments
-WHERE user_id = %(user_id)s AND model = %(model)s AND NOT id = ANY(%(cached)s::uuid[])
+# The space's segments of the model, with the ciphertext of those this process has not opened
+# (one statement: the listing and the opening read the same rows).
+_SEGMENTS = """
+SELECT id::text, through_seq,
+       CASE WHEN id = ANY(%(cached)s::uuid[]) THEN NULL ELSE nonce END AS nonce,
+       CASE WHEN id = ANY(%(cached)s::uuid[]) THEN NULL ELSE ciphertext END AS ciphertext
+FROM vector_segments WHERE user_id = %(user_id)s AND model = %(model)s
 """
 # The heads changed since the segments were written (each replaces its segment row, with its
 # vector when it has one of this model), and the heads still holding a plaintext vector.
@@ -73,11 +74,11 @@ FROM sessions s WHERE s.user_id = %s AND s.embedding IS NOT NULL LIMIT %s
 """
 
 
-def reading(conn: Connection, params: dict[str, Any]) -> tuple[Cursor, Cursor, Cursor]:
+def reading(conn: Connection, params: dict[str, Any]) -> tuple[Cursor, Cursor]:
     """A search's vector statements, queued in its transaction: the space's segments of the
-    model, the ones not in `cached` with their ciphertext, the delta (past `since` when given)."""
+    model (with the ciphertext of those not in `cached`), the delta (past `since` when given)."""
     delta = _DELTA if params.get("since") is None else _DELTA_SINCE
-    return conn.execute(_SEGMENTS, params), conn.execute(_OPENING, params), conn.execute(delta, params)
+    return conn.execute(_SEGMENTS, params), conn.execute(delta, params)
 
 
 def heads(conn: Connection, user_id: str, ids: list[str]) -> Cursor:
