@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import coldstart_base, coldstart_imports
+from . import coldstart_base, coldstart_imports, coldstart_sdk
 from .common import ROOT, section
 
 MODES = ("unchecked-hash", "checked-hash", "timestamp", "none")
@@ -249,11 +249,12 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any], root: Path) -> No
 
     layout, env_vars = built.layout("McpFunction"), _env(h, built, stack)
     _first_save_imports(h, layout, env_vars, calls, key)
-    layouts = {"": layout}
+    sdk = coldstart_sdk.sdk_layout(layout, root)  # the same code on boto3's clients
+    layouts = {"stdlib client": layout, sdk[0]: sdk[1]}
     base = coldstart_base.base_layout(layout, built.python, root)  # COLDSTART_BASE: a before/after
     if base is not None:
-        layouts = {"now": layout, base[0]: base[1]}
-    runs = FIRST_RUNS if base is None else 2 * FIRST_RUNS
+        layouts[base[0]] = base[1]
+    runs = 2 * FIRST_RUNS
     table: dict[str, dict[str, list[float]]] = {label: {row: [] for row in ROWS} for label in layouts}
     for _ in range(runs):  # fresh environments: each first save is a cold one's; interleaved
         for label, each in layouts.items():
@@ -281,7 +282,7 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any], root: Path) -> No
             f"   SnapStart: init + before-snapshot hook {snapshot_ms:.0f} (at publish time), after-restore"
             f" hook {restore_ms:.0f}, then (ms) {serve(env)}"
         )
-    print("   (the first save_session unwraps the user's data key: one signed stdlib request to KMS)")
+    print("   (the first save_session unwraps the user's data key: one signed request to KMS, stdlib or boto3)")
 
 
 def _first_save_imports(h: Any, layout: Any, env_vars: dict[str, str], calls: list[Any], key: str) -> None:
