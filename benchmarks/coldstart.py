@@ -282,7 +282,7 @@ def _first_requests(h: Any, built: Any, stack: dict[str, Any], root: Path) -> No
             f"   SnapStart: init + before-snapshot hook {snapshot_ms:.0f} (at publish time), after-restore"
             f" hook {restore_ms:.0f}, then (ms) {serve(env)}"
         )
-    print("   (the first save_session unwraps the user's data key: one signed request to KMS, stdlib or boto3)")
+    print("   (the first save_session unwraps the user's data key: one signed request to KMS)")
 
 
 def _first_save_imports(h: Any, layout: Any, env_vars: dict[str, str], calls: list[Any], key: str) -> None:
