@@ -518,7 +518,7 @@ async def test_a_caller_naming_failing_documents_runs_out_of_fetches(
     One address naming more failing document URLs than its cap gets that many fetches, no more."""
     cap = runtime.settings.oauth_registrations_per_address
     thread = ServerThread(runtime)
-    thread.server.config.app.oauth = OAuthServer(runtime, fetcher(pki))  # a budget of its own
+    thread.server.config.app.surfaces.oauth = OAuthServer(runtime, fetcher(pki))  # a budget of its own
     _, challenge = flow.pkce()
     with thread as s, catch_logs() as logs:
         async with httpx2.AsyncClient(timeout=30) as http:
@@ -542,7 +542,7 @@ def cimd_server(runtime: Runtime, pki: Pki) -> Iterator[ServerThread]:
     127.0.0.1 (the one thing that differs from production's)."""
     thread = ServerThread(runtime)
     app = thread.server.config.app
-    app.oauth = OAuthServer(runtime, fetcher(pki))
+    app.surfaces.oauth = OAuthServer(runtime, fetcher(pki))
     with thread as s:
         yield s
 

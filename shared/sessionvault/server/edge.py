@@ -3,7 +3,7 @@ JSON (/mcp) or form (the OAuth endpoints and the consent page), naming the metho
 limits, picking the request id, and answering refusals. Pure functions of the request; no
 database.
 Text the database cannot hold (NUL, lone surrogates: `server/text_checks.py`) is refused here,
-in a form or a JSON body, before any handler; `app.py` does the same for paths and query
+in a form or a JSON body, before any handler; `edge_checks.py` does the same for paths and query
 strings."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import anyio
@@ -116,17 +116,13 @@ def budget_of(payload: Any) -> Budget:
     return "tool"
 
 
-def headers_of(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-
-
 # A caller's X-Request-Id is taken only in this shape; anything else gets a fresh id, so that
 # no caller text (markup, control characters, another request's id format) reaches a log line
 # or an audit row.
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-def request_id(scope: Scope, headers: dict[str, str]) -> str:
+def request_id(scope: Scope, headers: Mapping[str, str]) -> str:
     """Inside Lambda, API Gateway's own id for the request (`requestContext.requestId`, which
     the caller cannot choose), else the caller's X-Request-Id if it has the shape above, else
     a fresh random one."""
@@ -139,7 +135,7 @@ def request_id(scope: Scope, headers: dict[str, str]) -> str:
     return sent if _REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
 
 
-async def read_json(receive: Receive, headers: dict[str, str], limit: int) -> tuple[bytes, Any]:
+async def read_json(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, Any]:
     """The body, capped while it streams in, and its JSON."""
     too_big = Refused(413, jsonrpc_error(-32600, f"request body exceeds {limit} bytes"), "validation")
     declared = headers.get("content-length") or "0"

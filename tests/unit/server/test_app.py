@@ -16,6 +16,7 @@ from sessionvault.runtime import Runtime
 from sessionvault.server.admission import guard
 from sessionvault.server.app import SessionVaultApp
 from sessionvault.server.mcp import endpoint as mcp_endpoint
+from sessionvault.server.routes import Surfaces
 from sessionvault.settings import Settings
 
 pytestmark = pytest.mark.anyio
@@ -227,11 +228,11 @@ async def test_an_unexpected_exception_is_a_generic_500_with_its_type_in_the_log
 async def test_an_exception_after_the_answer_began_sends_nothing_more(
     logs: list[telemetry.RequestLog], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def half(self: SessionVaultApp, scope: object, receive: object, send: Any, *rest: object) -> None:
+    async def half(self: Surfaces, scope: object, receive: object, send: Any, *rest: object) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(SessionVaultApp, "_serve", half)
+    monkeypatch.setattr(Surfaces, "serve_mcp", half)
     reply = await call(make_app(), http())
     assert len(reply.starts) == 1 and reply.status == 200
     assert (logs[0].status, logs[0].failure) == (200, "RuntimeError")
@@ -278,3 +279,59 @@ async def test_a_websocket_is_closed(logs: list[telemetry.RequestLog]) -> None:
     reply = Reply()
     await make_app()({"type": "websocket", "path": "/mcp", "headers": []}, Body(), reply)
     assert reply.messages == [{"type": "websocket.close", "code": 1008}]
+
+
+# --- the edge on Starlette: every path, one Host, one credential -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/mcp"),
+        ("POST", "/mcp/"),
+        ("GET", "/api/v1/sessions"),
+        ("GET", "/"),
+        ("GET", "/web/keys"),
+        ("POST", "/token"),
+        ("GET", "/.well-known/oauth-authorization-server"),
+        ("GET", "/nowhere"),
+    ],
+)
+async def test_a_foreign_or_second_host_is_refused_on_every_path_before_its_surface(
+    logs: list[telemetry.RequestLog], method: str, path: str
+) -> None:
+    app = make_app()
+    key = "Bearer sv_live_" + "A" * 32
+    foreign = await call(app, http(method, path, host="attacker.example", authorization=key))
+    scope = http(method, path, authorization=key)
+    scope["headers"].append((b"host", b"attacker.example"))  # a second Host after a good one
+    second = await call(app, scope)
+    assert foreign.status == second.status == 421
+    assert [(log.status, log.edge_check, log.tool) for log in logs] == [(421, "host", "")] * 2
+
+
+async def test_a_second_authorization_header_is_refused_as_any_bad_credential(
+    logs: list[telemetry.RequestLog],
+) -> None:
+    """The SDK and Starlette read the first of a repeated header; the edge reads them all, and a
+    request with two credentials gets the same 401 as one with none (no database asked)."""
+    scope = http(authorization="Bearer sv_live_" + "A" * 32)
+    scope["headers"].append((b"authorization", b"Bearer sv_live_" + b"B" * 32))
+    reply = await call(make_app(), scope)
+    missing = await call(make_app(), http())
+    assert reply.status == missing.status == 401
+    assert reply.json() == missing.json() and reply.headers == missing.headers
+    assert [log.auth_reason for log in logs] == ["duplicate", "missing"]
+
+
+async def test_the_route_table_sends_each_path_to_its_surface(logs: list[telemetry.RequestLog]) -> None:
+    """Unknown paths are the JSON 404; a trailing slash is the same path (no redirect); the web
+    view's own paths answer HTML; the public URL's path is taken off when the gateway passes it."""
+    app = make_app(public_url="http://127.0.0.1:8765/vault")
+    nowhere = await call(app, http("GET", "/vault/nowhere"))
+    assert nowhere.status == 404 and nowhere.json() == {"error": "not found"}
+    slash = await call(app, http("GET", "/vault/mcp/"))
+    assert slash.status == 401  # /mcp's GET without a key: the 401 that names the metadata
+    assert "/.well-known/oauth-protected-resource/vault/mcp" in slash.headers["www-authenticate"]
+    page = await call(app, http("GET", "/vault/web/no-such-page"))
+    assert page.status == 404 and page.headers["content-type"].startswith("text/html")

@@ -13,7 +13,6 @@ from sessionvault.errors import Refused
 from sessionvault.server.edge import (
     PROTOCOL_METHODS,
     answered_with_error,
-    headers_of,
     method_of,
     read_json,
     request_id,
@@ -312,28 +311,11 @@ def test_other_non_error_statuses_with_empty_bodies_are_no_error(status: int) ->
     assert answered_with_error(status, b"") is None
 
 
-# --- headers_of and request_id ----------------------------------------------------------------
+# --- request_id -------------------------------------------------------------------------------
 
 
 def scope(headers: list[tuple[bytes, bytes]] | None = None, **extra: Any) -> dict[str, Any]:
     return {"type": "http", "headers": headers or [], **extra}
-
-
-def test_header_names_are_lowercased_and_values_kept() -> None:
-    raw = [(b"Content-Type", b"application/json"), (b"X-Request-ID", b"AbC-123")]
-    assert headers_of(scope(raw)) == {"content-type": "application/json", "x-request-id": "AbC-123"}
-
-
-def test_header_bytes_are_decoded_as_latin1_and_never_fail() -> None:
-    assert headers_of(scope([(b"x-name", b"caf\xe9 \xff")])) == {"x-name": "café ÿ"}
-
-
-def test_a_repeated_header_keeps_its_last_value() -> None:
-    assert headers_of(scope([(b"x-a", b"1"), (b"X-A", b"2")])) == {"x-a": "2"}
-
-
-def test_no_headers_give_an_empty_dict() -> None:
-    assert headers_of(scope()) == {}
 
 
 def test_the_api_gateway_request_id_wins_over_the_header() -> None:

@@ -49,6 +49,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from starlette.datastructures import Headers
+
 from sessionvault.core import apikeys
 from sessionvault.errors import Refused
 from sessionvault.server.admission.admitter import bearer_token
@@ -105,11 +107,6 @@ def matches(value: str, patterns: Iterable[str]) -> bool:
 POSTED = {"/register": JSON, "/token": FORM, "/revoke": FORM}
 
 
-def values_of(raw_headers: Iterable[tuple[bytes, bytes]], name: bytes) -> list[str]:
-    """Every value of header `name` (lower case) in an ASGI scope's raw headers, in order."""
-    return [value.decode("latin-1") for key, value in raw_headers if key.lower() == name]
-
-
 @dataclass(frozen=True)
 class HeaderPolicy:
     hosts: tuple[str, ...]  # () refuses every Host; ("*",) admits any
@@ -120,37 +117,36 @@ class HeaderPolicy:
         origins = LOOPBACK_ORIGINS if is_local(settings) else ()
         return cls(tuple(settings.allowed_hosts), origins)
 
-    def check(self, raw_headers: Iterable[tuple[bytes, bytes]]) -> Check | None:
-        """The first check the request's headers fail, else None. From the raw headers: one
-        Host, every Origin allowed, one Content-Type. A second Host or Content-Type must not
-        slip past, since the MCP SDK's own check (`exchange.py`) reads the first of each where
-        `edge.headers_of` keeps the last; the request would be admitted, then refused there."""
-        raw_headers = list(raw_headers)
-        hosts = values_of(raw_headers, b"host")
-        if len(hosts) > 1 or not host_allowed(hosts[0] if hosts else "", self.hosts):
+    def check(self, headers: Headers) -> Check | None:
+        """The first check the request's headers fail, else None: one Host, every Origin
+        allowed, one Content-Type. A second Host or Content-Type must not slip past, since the
+        MCP SDK's own check (`exchange.py`) reads the first of each; the request would be
+        admitted, then refused there. (The edge has checked the Host already; /mcp checks it
+        again here, in the SDK's order.)"""
+        hosts = headers.getlist("host")
+        if len(hosts) != 1 or not host_allowed(hosts[0], self.hosts):
             return "host"
-        if self.check_origins(raw_headers) is not None:
+        if self.check_origins(headers) is not None:
             return "origin"
-        content_types = values_of(raw_headers, b"content-type")
+        content_types = headers.getlist("content-type")
         if len(content_types) != 1 or not is_json(content_types[0]):
             return "content_type"
         return None
 
-    def check_origins(self, raw_headers: Iterable[tuple[bytes, bytes]]) -> Check | None:
+    def check_origins(self, headers: Headers) -> Check | None:
         """ "origin" unless every Origin sent (any number of them) is allowed, else None."""
-        if any(origin and not matches(origin, self.origins) for origin in values_of(raw_headers, b"origin")):
+        if any(origin and not matches(origin, self.origins) for origin in headers.getlist("origin")):
             return "origin"
         return None
 
-    def check_post(self, raw_headers: Iterable[tuple[bytes, bytes]], expected: str) -> Check | None:
-        """The first check a POST to an OAuth endpoint fails (its Host already checked), else
-        None: every Origin sent must be allowed, and the one Content-Type must be `expected`.
-        From the raw headers: a second Origin or Content-Type must not slip past (Starlette,
-        which parses the body later, reads the first of each; `edge.headers_of` keeps the last)."""
-        raw_headers = list(raw_headers)
-        if self.check_origins(raw_headers) is not None:
+    def check_post(self, headers: Headers, expected: str) -> Check | None:
+        """The first check a POST to an OAuth endpoint or the API fails (its Host already
+        checked), else None: every Origin sent must be allowed, and the one Content-Type must be
+        `expected` (a second one must not slip past: Starlette, which parses the body later,
+        reads the first)."""
+        if self.check_origins(headers) is not None:
             return "origin"
-        content_types = values_of(raw_headers, b"content-type")
+        content_types = headers.getlist("content-type")
         if len(content_types) != 1 or media_type(content_types[0]) != expected:
             return "content_type"
         return None

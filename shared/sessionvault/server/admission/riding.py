@@ -18,7 +18,7 @@ from sessionvault import telemetry
 from sessionvault.db.admission import Budget
 from sessionvault.errors import Refused
 from sessionvault.server.admission import admitter as auth
-from sessionvault.server.admission import guard
+from sessionvault.server.context import RequestContext
 from sessionvault.server.edge import UNAVAILABLE
 from sessionvault.service.principal import Principal
 
@@ -28,23 +28,28 @@ Run = Callable[[Principal, Send], Awaitable[None]]  # the call, as this Principa
 
 async def ride_or_admit(
     admitter: auth.Admitter,
-    headers: dict[str, str],
+    context: RequestContext,
     scope_needed: str | None,
     budget: Budget,
     run: Run,
     send: Send,
-    log: telemetry.RequestLog,
 ) -> None:
     """The one admission flow of /mcp and the HTTP API: a call that needs `scope_needed` rides
     on its own transaction when this instance admitted its credential lately (one flight);
     every other call, and one whose held Principal went stale, is admitted in a flight of its
-    own first. `scope_needed` None: never rides (protocol messages, streams, bodies)."""
+    own first. `scope_needed` None: never rides (protocol messages, streams, bodies). A second
+    Authorization header is refused as any bad credential is (the SDK would read the first)."""
+    log, base = context.log, context.base
+    sent = context.headers.getlist("authorization")
+    if len(sent) > 1:
+        log.auth_reason = "duplicate"
+        raise auth.refused(base)
+    authorization = sent[0] if sent else None
     if scope_needed is not None:
-        base = guard.base_url(admitter.rt.settings, headers)
-        call = admitter.ride(headers.get("authorization"), scope_needed, log, base)
+        call = admitter.ride(authorization, scope_needed, log, base)
         if call is not None and await ridden(admitter, call, run, send, log, base):
             return
-    await run(await admitted(admitter, headers, budget, log), send)
+    await run(await admitted(admitter, authorization, budget, log, base), send)
 
 
 async def ridden(
@@ -82,14 +87,11 @@ async def ridden(
 
 
 async def admitted(
-    admitter: auth.Admitter, headers: dict[str, str], budget: Budget, log: telemetry.RequestLog
+    admitter: auth.Admitter, authorization: str | None, budget: Budget, log: telemetry.RequestLog, base: str
 ) -> Principal:
     """The admission statement in a flight of its own, off the event loop."""
-    base = guard.base_url(admitter.rt.settings, headers)
     try:
-        who: Principal = await anyio.to_thread.run_sync(
-            admitter.admit, headers.get("authorization"), budget, log, base
-        )
+        who: Principal = await anyio.to_thread.run_sync(admitter.admit, authorization, budget, log, base)
     except DB_ERRORS as exc:
         raise unavailable(log, exc) from None
     return who

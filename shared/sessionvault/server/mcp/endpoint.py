@@ -13,13 +13,15 @@ from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from sessionvault import telemetry
+from sessionvault.errors import ErrorClass
 from sessionvault.runtime import Runtime
 from sessionvault.server.admission import admitter as auth
 from sessionvault.server.admission import guard, riding
-from sessionvault.server.edge import answered_with_error, budget_of, method_of, read_json
+from sessionvault.server.context import RequestContext
+from sessionvault.server.edge import answered_with_error, budget_of, method_of, read_json, replaying
 from sessionvault.server.mcp.call_state import CallState, current_call
 from sessionvault.server.mcp.exchange import JsonExchange, handshake_era
 from sessionvault.server.mcp.host import ManagerPerLoop, mcp_errors_only
@@ -59,11 +61,10 @@ class McpEndpoint:
             )
         )
 
-    async def serve(
-        self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str], log: telemetry.RequestLog
-    ) -> None:
-        self._check_edge(scope, headers, log)
-        body, payload = await read_json(receive, headers, self.rt.settings.max_body_bytes)
+    async def serve(self, scope: Scope, receive: Receive, send: Send, context: RequestContext) -> None:
+        log = context.log
+        self._check_edge(scope, context)
+        body, payload = await read_json(receive, context.headers, self.rt.settings.max_body_bytes)
         log.tool = method_of(payload, TOOL_NAMES)
         budget = budget_of(payload)
         scope_needed = (
@@ -71,51 +72,41 @@ class McpEndpoint:
         )
 
         async def run(who: Principal, out: Send) -> None:
-            await self._call(who, scope, body, receive, out, log)
+            state = CallState(principal=who)
+            token = current_call.set(state)
+            try:
+                log.status, error_class = await self._dispatch(scope, body, payload, out)
+            finally:
+                current_call.reset(token)
+            log.error_class = state.error_class or error_class
 
-        await riding.ride_or_admit(self.admitter, headers, scope_needed, budget, run, send, log)
+        await riding.ride_or_admit(self.admitter, context, scope_needed, budget, run, send)
 
-    async def _call(
-        self,
-        who: Principal,
-        scope: Scope,
-        body: bytes,
-        receive: Receive,
-        send: Send,
-        log: telemetry.RequestLog,
-    ) -> None:
-        state = CallState(principal=who)
-        token = current_call.set(state)
-        try:
-            log.status, reply = await self._dispatch(scope, body, receive, send)
-        finally:
-            current_call.reset(token)
-        log.error_class = state.error_class or answered_with_error(log.status, reply)
-
-    def _check_edge(self, scope: Scope, headers: dict[str, str], log: telemetry.RequestLog) -> None:
+    def _check_edge(self, scope: Scope, context: RequestContext) -> None:
         """Refuse before the body is read and before any database work (`guard`)."""
-        check = self.policy.check(scope["headers"])
+        check = self.policy.check(context.headers)
         if check is not None:
-            log.edge_check = check
+            context.log.edge_check = check
             raise guard.refusal(check)
         if self.failures is None:
             return
-        wait = self.failures.retry_after(log.ip)
-        if wait and not self.failures.known(guard.key_digest(headers.get("authorization"))):
-            log.edge_check = "auth_failures"
+        wait = self.failures.retry_after(context.log.ip)
+        if wait and not self.failures.known(guard.key_digest(context.headers.get("authorization"))):
+            context.log.edge_check = "auth_failures"
             raise guard.too_many_failures(wait)
 
-    async def _dispatch(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> tuple[int, bytes]:
-        """Hand the (already read) body to the SDK; returns the status and the reply body."""
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
+    async def _dispatch(
+        self, scope: Scope, body: bytes, payload: Any, send: Send
+    ) -> tuple[int, ErrorClass | None]:
+        """Hand the message (its body read and parsed once, at the edge) to the SDK; returns the
+        status and the class of an error it answered (unknown method, bad params, a refusal)."""
+        legacy, version = handshake_era(scope)
+        if legacy:  # 2025 era: one JSON exchange in this task (`exchange.py`), a typed answer
+            answer = await self.exchange.answer(Request(scope), payload, version)
+            await answer.response(scope, _no_body, send)
+            return answer.response.status_code, answer.error_class
+        # 2026-07-28: the SDK's own single-exchange entry, through its manager, which reads the
+        # body itself: it is given the same bytes, and its reply is read for the error it holds.
         status, reply = 500, bytearray()
 
         async def watch(message: Message) -> None:
@@ -126,13 +117,13 @@ class McpEndpoint:
                 reply.extend(message.get("body", b""))
             await send(message)
 
-        legacy, version = handshake_era(scope)
-        if legacy:  # 2025 era: one JSON exchange in this task (`exchange.py`)
-            await self.exchange.serve(scope, replay, watch, version)
-        else:  # 2026-07-28: the SDK's own single-exchange entry, through its manager
-            manager = await self.manager.get()
-            await manager.handle_request(scope, replay, watch)
-        return status, bytes(reply)
+        manager = await self.manager.get()
+        await manager.handle_request(scope, replaying(body), watch)
+        return status, answered_with_error(status, bytes(reply))
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}  # a response never reads the request
 
 
 def _arguments(payload: Any) -> Any:

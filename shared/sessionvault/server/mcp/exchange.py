@@ -28,7 +28,6 @@ from http import HTTPStatus
 from typing import Any
 
 import anyio
-import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.lowlevel import Server
 from mcp.server.runner import ServerRunner, aclose_shielded, serve_one
@@ -44,7 +43,6 @@ from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    PARSE_ERROR,
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
@@ -55,10 +53,12 @@ from mcp.types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope
 
+from sessionvault.errors import ErrorClass
 from sessionvault.server.edge import JSON, is_json
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 VERSION_HEADER = b"mcp-protocol-version"
 # The transport's context for a stateless JSON request: no room for a server-initiated request.
 TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
+JSON_HEADERS = {"Content-Type": JSON}
 
 
 def handshake_era(scope: Scope) -> tuple[bool, str | None]:
@@ -102,6 +103,15 @@ class _Exchange:
         return None
 
 
+@dataclass(frozen=True)
+class Answered:
+    """The exchange's answer: the response to send (a notification's pipeline runs after it, as
+    its background task), and the class of the error it carries, if any, for the log."""
+
+    response: Response
+    error_class: ErrorClass | None = None
+
+
 class JsonExchange:
     def __init__(self, server: Server[Any], security: TransportSecuritySettings) -> None:
         self.server = server
@@ -110,53 +120,37 @@ class JsonExchange:
         # none, and a test holds it): no state for a request to share, nothing to enter.
         self.lifespan_state: dict[str, Any] = {}
 
-    async def serve(self, scope: Scope, receive: Receive, send: Send, version: str | None) -> None:
-        """One POST, as the SDK's stateless JSON transport answers it."""
-        request = Request(scope, receive)
+    async def answer(self, request: Request, payload: Any, version: str | None) -> Answered:
+        """One POST, as the SDK's stateless JSON transport answers it: `payload` is its body as
+        the edge parsed it (the edge refused a body that is not JSON, before admission)."""
         refused = await self.security.validate_request(request, is_post=True)
         if refused is not None:
-            await refused(scope, receive, send)
-            return
+            return Answered(refused, "validation")
         has_json, _ = check_accept_headers(request)
         if not has_json:
-            await _error("Not Acceptable: Client must accept application/json", HTTPStatus.NOT_ACCEPTABLE)(
-                scope, receive, send
-            )
-            return
+            return _error("Not Acceptable: Client must accept application/json", HTTPStatus.NOT_ACCEPTABLE)
         if not is_json(request.headers.get("content-type")):  # as the edge judged it (guard.py)
-            await _error(
+            return _error(
                 "Unsupported Media Type: Content-Type must be application/json",
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-            )(scope, receive, send)
-            return
-        body = await request.body()
-        try:
-            raw = pydantic_core.from_json(body)
-        except ValueError as exc:
-            await _error(f"Parse error: {exc}", HTTPStatus.BAD_REQUEST, PARSE_ERROR)(scope, receive, send)
-            return
-        try:
-            message = jsonrpc_message_adapter.validate_python(raw, by_name=False)
-        except ValidationError as exc:  # a batch too: the SDK's transport takes one message
-            await _error(f"Validation error: {exc}", HTTPStatus.BAD_REQUEST, INVALID_PARAMS)(
-                scope, receive, send
             )
-            return
+        try:
+            message = jsonrpc_message_adapter.validate_python(payload, by_name=False)
+        except ValidationError as exc:  # a batch too: the SDK's transport takes one message
+            return _error(f"Validation error: {exc}", HTTPStatus.BAD_REQUEST, INVALID_PARAMS)
         connection = Connection.from_envelope(version or DEFAULT_NEGOTIATED_VERSION, None, None)
         metadata = ServerMessageMetadata(request_context=request, can_send_request=False)
         if not isinstance(message, JSONRPCRequest):  # a notification, or a response: 202, no body
-            await Response(None, status_code=HTTPStatus.ACCEPTED, headers={"Content-Type": JSON})(
-                scope, receive, send
-            )
             if isinstance(message, JSONRPCNotification):
-                await self._notify(connection, metadata, message)
-            return
+                background = BackgroundTask(self._notify, connection, metadata, message)
+                return Answered(
+                    Response(None, HTTPStatus.ACCEPTED, {"Content-Type": JSON}, background=background)
+                )
+            return Answered(Response(None, HTTPStatus.ACCEPTED, {"Content-Type": JSON}))
         reply = await self._answer(connection, _Exchange(message.id, metadata), message)
-        await Response(
-            reply.model_dump_json(by_alias=True, exclude_unset=True),
-            status_code=HTTPStatus.OK,
-            headers={"Content-Type": JSON},
-        )(scope, receive, send)
+        body = reply.model_dump_json(by_alias=True, exclude_unset=True)
+        error: ErrorClass | None = "validation" if isinstance(reply, JSONRPCError) else None
+        return Answered(Response(body, HTTPStatus.OK, JSON_HEADERS), error)
 
     async def _answer(
         self, connection: Connection, exchange: _Exchange, message: JSONRPCRequest
@@ -195,11 +189,8 @@ class JsonExchange:
             await aclose_shielded(connection)
 
 
-def _error(message: str, status: HTTPStatus, code: int = INVALID_REQUEST) -> Response:
+def _error(message: str, status: HTTPStatus, code: int = INVALID_REQUEST) -> Answered:
     """The transport's error answer: a JSON-RPC error with a null id, JSON."""
     error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
-    return Response(
-        error.model_dump_json(by_alias=True, exclude_unset=True),
-        status_code=status,
-        headers={"Content-Type": JSON},
-    )
+    body = error.model_dump_json(by_alias=True, exclude_unset=True)
+    return Answered(Response(body, status_code=status, headers={"Content-Type": JSON}), "validation")

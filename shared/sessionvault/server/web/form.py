@@ -12,10 +12,10 @@ signed-in cookie to send). Any Origin but ours, any Sec-Fetch-Site but same-orig
 
 from __future__ import annotations
 
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Receive
 
-from sessionvault.server.admission import guard
 from sessionvault.server.edge import FORM, form_problem, media_type, read_body, replaying
 from sessionvault.server.oauth.consent import origin_of
 from sessionvault.server.web.call import Call
@@ -25,8 +25,8 @@ from sessionvault.server.web.responses import refusal
 
 async def read_form(call: Call, receive: Receive) -> dict[str, str]:
     """The form's string fields, once it has passed the checks above."""
-    headers, log, root = call.scope["headers"], call.log, call.root
-    types = guard.values_of(headers, b"content-type")
+    headers, log, root = Headers(scope=call.scope), call.log, call.root
+    types = headers.getlist("content-type")
     if len(types) != 1 or media_type(types[0]) != FORM:
         log.edge_check = "content_type"
         raise refusal(
@@ -36,8 +36,8 @@ async def read_form(call: Call, receive: Receive) -> dict[str, str]:
             {"Accept": FORM},
         )
     own = origin_of(call.base)
-    origins = guard.values_of(headers, b"origin")
-    sites = guard.values_of(headers, b"sec-fetch-site")
+    origins = headers.getlist("origin")
+    sites = headers.getlist("sec-fetch-site")
     if any(o != own for o in origins) or any(s != "same-origin" for s in sites):
         log.edge_check = "origin"
         raise refusal(403, message(None, root, "Refused", "This form was sent from another site."), "auth")

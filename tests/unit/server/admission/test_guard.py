@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from starlette.datastructures import Headers
 
 from sessionvault.core import apikeys
 from sessionvault.server.admission import guard
@@ -32,11 +33,11 @@ def settings(**values: object) -> Settings:
     return Settings.from_env({}, check=False, database_url="postgresql://x", **values)
 
 
-def request(**headers: str | None) -> list[tuple[bytes, bytes]]:
-    """The raw headers of a good local request, with `headers` replacing or adding some."""
+def request(**headers: str | None) -> Headers:
+    """The headers of a good local request, with `headers` replacing or adding some."""
     base: dict[str, str | None] = {"host": "127.0.0.1:8765", "content-type": "application/json"}
     base.update({k.replace("_", "-"): v for k, v in headers.items()})
-    return [(k.encode(), v.encode("latin-1")) for k, v in base.items() if v is not None]
+    return Headers(raw=[(k.encode(), v.encode("latin-1")) for k, v in base.items() if v is not None])
 
 
 # --- matches: the SDK's pattern meaning -------------------------------------------------------
@@ -344,9 +345,9 @@ def test_a_second_host_origin_or_content_type_does_not_slip_past(
     """Found by review: the SDK's own check reads the first of each header where the edge's
     dict kept the last, so such a request was admitted (a flight, an audit row), then refused
     by the SDK, which logged the caller's header verbatim."""
-    raw = [(k, v) for k, v in request() if k.decode() != name]
+    raw = [(k, v) for k, v in request().raw if k.decode() != name]
     raw += [(name.encode(), first.encode()), (name.encode(), second.encode())]
-    assert LOCAL.check(raw) == check
+    assert LOCAL.check(Headers(raw=raw)) == check
 
 
 def _settings(**values: object) -> Settings:

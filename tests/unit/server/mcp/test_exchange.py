@@ -1,7 +1,8 @@
 """The 2025-era JSON exchange (server/mcp/exchange.py) answers every request as the MCP SDK's
 stateless JSON transport does, byte for byte: status, headers and body, side by side on the
 same server, the same user and the same data. The SDK's path is driven through its own
-session manager, as the endpoint drove it before."""
+session manager, as the endpoint drove it before. A body that is not JSON never reaches the
+exchange: the edge answers it before admission (tests/unit/server/test_edge.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from mcp.server.lowlevel import server as lowlevel
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
 
 from sessionvault.core import records
 from sessionvault.runtime import Runtime
@@ -81,7 +83,6 @@ CASES: list[tuple[str, Any, dict[str, str | None]]] = [
     ("resources/list", rpc("resources/list"), {}),
     ("resources/read", rpc("resources/read", {"uri": app_view.URI}), {}),
     ("batch", [rpc("ping"), rpc("tools/list", rid=2)], {}),
-    ("not JSON", b"{nope", {}),
     ("a number", 5, {}),
     ("no jsonrpc member", {"id": 1, "method": "ping"}, {}),
     ("no Accept", rpc("ping"), {"accept": None}),
@@ -126,7 +127,11 @@ async def both(runtime: Runtime, user: User) -> AsyncIterator[tuple[Any, Any]]:
     exchange = JsonExchange(server, SECURITY)
 
     async def ours(scope: Any, receive: Any, send: Any) -> None:
-        await exchange.serve(scope, receive, send, handshake_era(scope)[1])
+        """As the endpoint drives it: the body parsed once (as the edge parses it), the typed
+        answer sent."""
+        payload = json.loads(await Request(scope, receive).body())
+        answered = await exchange.answer(Request(scope), payload, handshake_era(scope)[1])
+        await answered.response(scope, receive, send)
 
     token = current_call.set(CallState(principal=user.principal))
     try:
