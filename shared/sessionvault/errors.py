@@ -137,13 +137,23 @@ class AccountError(SessionVaultError):
 
 
 class Refused(SessionVaultError):
-    """An HTTP request ends here with this status, body and headers."""
+    """An HTTP request ends here with this status, body and headers. It carries what its log
+    line says of it (the edge check that stopped it, or why a credential was refused: never
+    sent to the caller): the one place a request's line is finished reads them off it."""
 
     def __init__(
-        self, status: int, body: bytes, error_class: ErrorClass, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        body: bytes,
+        error_class: ErrorClass,
+        headers: dict[str, str] | None = None,
+        *,
+        edge_check: str = "",
+        auth_reason: str = "",
     ) -> None:
         super().__init__(f"HTTP {status}")
         self.status, self.body, self.error_class, self.headers = status, body, error_class, headers
+        self.edge_check, self.auth_reason = edge_check, auth_reason
 
 
 class NotAdmitted(SessionVaultError):

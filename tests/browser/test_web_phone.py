@@ -6,6 +6,7 @@ tells (versions, an accepted and an open handoff, activity, two keys), signed in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,16 +34,27 @@ def phone(browser: Browser) -> Iterator[Page]:
 
 
 def overflow(page: Page) -> dict[str, Any]:
-    """How wide the document is against the screen, and (to say why) the first elements that
-    stick out, but for those in a table: a table may scroll inside its own box."""
+    """How wide the document is against the screen, the first elements that stick out (to say
+    why), and every button or form control that is not wholly on the screen: a list's table is
+    a column of cards there, so nothing, tables included, may need a sideways scroll."""
     return page.evaluate(
         """() => {
             const width = document.documentElement.clientWidth;
-            const wide = [...document.querySelectorAll('body *')]
-                .filter(el => el.getBoundingClientRect().right > width + 1 && !el.closest('table'))
-                .slice(0, 5)
+            const out = el => {
+                const r = el.getBoundingClientRect();
+                return r.right > width + 1 || r.left < -1;
+            };
+            const wide = [...document.querySelectorAll('body *')].filter(out).slice(0, 5)
                 .map(el => `${el.tagName}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`);
-            return {scroll: document.documentElement.scrollWidth, width, wide};
+            const controls = 'main button, main select, main input:not([type=hidden])';
+            const hidden = [...document.querySelectorAll(controls)]
+                .filter(el => {
+                    const r = el.getBoundingClientRect();
+                    return r.width < 1 || r.height < 1 || out(el);
+                })
+                .map(el => `${el.tagName} ${el.textContent.trim() || el.name}`);
+            const buttons = document.querySelectorAll('main button').length;
+            return {scroll: document.documentElement.scrollWidth, width, wide, hidden, buttons};
         }"""
     )
 
@@ -57,7 +69,7 @@ def test_no_page_scrolls_sideways_on_a_phone(server, owner, phone: Page, artifac
     for name, path in pages.items():
         phone.goto(base + path)
         measured = overflow(phone)
-        assert measured["scroll"] <= measured["width"], (name, measured)
+        assert measured["scroll"] <= measured["width"] and not measured["hidden"], (name, measured)
     sign_in(phone, base, owner.key)
     pages = {
         "sessions": "/",
@@ -70,11 +82,28 @@ def test_no_page_scrolls_sideways_on_a_phone(server, owner, phone: Page, artifac
         "keys": "/web/keys",
         "not-found": "/web/nope",
     }
-    problems = {}
+    problems, buttons = {}, {}
     for name, path in pages.items():
         phone.goto(base + path)
         measured = overflow(phone)
         phone.screenshot(path=str(artifacts / f"phone-{name}.png"), full_page=True)
-        if measured["scroll"] > measured["width"]:
+        buttons[name] = measured["buttons"]
+        if measured["scroll"] > measured["width"] or measured["hidden"]:
             problems[name] = measured
     assert problems == {}, "\n".join(f"{k}: {v}" for k, v in problems.items())
+    assert buttons["keys"] >= 2  # a Revoke button per active key, each checked on screen above
+
+
+def test_a_list_is_a_column_of_cards_on_a_phone_each_cell_under_its_name(server, owner, phone: Page) -> None:
+    base = server.url.removesuffix("/mcp")
+    sign_in(phone, base, owner.key)
+    phone.goto(base + "/web/keys")
+    card = phone.locator("table.cards tbody tr").first
+    assert card.evaluate("el => getComputedStyle(el).display") == "block"
+    assert phone.locator("table.cards thead").evaluate("el => el.getBoundingClientRect().height") <= 1
+    label = card.locator("td").first.evaluate("el => getComputedStyle(el, '::before').content")
+    assert label == '"Key"'
+    revoke = phone.get_by_role("button", name=re.compile("^Revoke key"))
+    assert revoke.count() >= 1 and revoke.first.is_visible()
+    revoke.first.click()  # reachable: the confirmation page, on the same phone
+    assert phone.get_by_role("heading", name=re.compile("Revoke")).is_visible()

@@ -4,10 +4,12 @@ README's three ways, `pip`, `uv tool install` and `pipx install`, each into a fr
 each serves `sessionvault dev`, saves and finds a session by meaning with the local model (no
 PyTorch anywhere), says its version from its metadata, and stays under 400 MB.
 
-The wheel is the release's own (tests/support/dist.py: `make dist`). The model's wheel is not on
-the index until the release publishes it, so --find-links names the release folder: it stands
-in for the index for those two files; every other dependency comes from the index. (pipx and uv
-themselves come from the index too; skipped only where it cannot be reached.)"""
+The wheel is the release's own (tests/support/dist.py: `make dist`). pip installs the wheel file
+(--find-links naming the release folder for the model's wheel); `uv tool install` and `pipx
+install` install `sessionvault-mcp[local]` by name, as a user will once both names are on PyPI,
+from an index on this machine that holds exactly the files the release uploads
+(tests/support/simple_index.py), every other dependency from PyPI. (pipx and uv themselves come
+from the index too; skipped only where it cannot be reached.)"""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import sessionvault
 from sessionvault.cli.server import WARM_MARK
 from sessionvault.local.host import command, embedded
 from tests.conftest import free_port
+from tests.support import simple_index
 from tests.support.dist import Release, release
 from tests.support.jsonrpc import post, tool_result
 from tests.support.served import serving
@@ -248,22 +251,48 @@ def test_pip_installs_the_wheel_with_its_local_extra_into_a_fresh_venv(built: Re
     check_installed(built, venv, venv / "bin" / "sessionvault", base, "pip")
 
 
+PYPI = "https://pypi.org/simple/"
+
+
+BY_NAME = (
+    f"sessionvault-mcp[local]=={sessionvault.__version__}"  # as a user asks for it, pinned to this build
+)
+
+
+def came_from_the_index(built: Release, asked: list[str]) -> None:
+    """Both packages were found by name on the release's index and downloaded from it."""
+    for file in (built.wheel, built.model):
+        project = simple_index.project_of(file.name)
+        assert any(a.startswith(f"/simple/{project}/") and a.endswith(".whl") for a in asked), asked
+
+
 @pytest.mark.timeout(900)
-def test_uv_tool_install_of_the_wheel(built: Release, base: Path) -> None:
+def test_uv_tool_install_by_name_from_the_releases_index(built: Release, base: Path) -> None:
+    """`uv tool install "sessionvault-mcp[local]"` as a user runs it once both names are published:
+    resolved by name from an index holding exactly what the release uploads (its two wheels and
+    the sdist), named first (uv takes a package from the first index that has it, so neither name
+    can come from anywhere else); every other dependency from PyPI."""
     uv = str(tool("uv", base))
-    spec = f"sessionvault-mcp[local] @ {built.wheel.as_uri()}"
-    argv = [uv, "tool", "install", "--python", sys.executable, spec, "--find-links", str(built.folder)]
-    installed = run(argv, env=tool_env(base))
+    files = [built.wheel, built.sdist, built.model]
+    with simple_index.serving(files, base / "index") as (url, asked):
+        argv = [uv, "tool", "install", "--python", sys.executable, BY_NAME, "--index", f"release={url}"]
+        installed = run(argv, env=tool_env(base))
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    came_from_the_index(built, asked)
     check_installed(built, base / "uv-tools" / "sessionvault-mcp", base / "bin" / "sessionvault", base, "uv")
 
 
 @pytest.mark.timeout(900)
-def test_pipx_install_of_the_wheel(built: Release, base: Path) -> None:
+def test_pipx_install_by_name_from_the_releases_index(built: Release, base: Path) -> None:
+    """`pipx install "sessionvault-mcp[local]"`, by name from the release's index (pip's main
+    index), PyPI beside it for the dependencies."""
     pipx = str(tool("pipx", base))
-    argv = [pipx, "install", f"{built.wheel}[local]", f"--pip-args=--find-links={built.folder}"]
-    installed = run(argv, env=tool_env(base))
+    files = [built.wheel, built.sdist, built.model]
+    with simple_index.serving(files, base / "index") as (url, asked):
+        argv = [pipx, "install", BY_NAME, "--index-url", url, f"--pip-args=--extra-index-url={PYPI}"]
+        installed = run(argv, env=tool_env(base))
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    came_from_the_index(built, asked)
     check_installed(
         built, base / "pipx" / "venvs" / "sessionvault-mcp", base / "bin" / "sessionvault", base, "pipx"
     )

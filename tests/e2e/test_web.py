@@ -572,3 +572,59 @@ def test_the_app_resource_is_the_handoff_view_with_no_network_and_no_secret(serv
         "https://",
     ):
         assert forbidden not in page, forbidden
+
+
+def _live_keys(user_id: str) -> list[str]:
+    with admin_db().identity() as conn:
+        rows = conn.execute(
+            "SELECT key_prefix FROM api_keys WHERE user_id = %s AND revoked_at IS NULL ORDER BY created_at",
+            (user_id,),
+        ).fetchall()
+    return [str(r["key_prefix"]) for r in rows]
+
+
+def test_making_a_key_asks_first_shows_it_once_and_never_more_than_the_signed_in_scopes(
+    server, runtime, browser: Browser, http, capfd
+) -> None:
+    owner = make_user(runtime)  # read, write, delete
+    browser.sign_in(owner.key)
+    keys = browser.get("/web/keys")
+    assert "Make a key" in text_of(keys)
+    form = {"csrf": csrf_of(keys), "label": HOSTILE, "scope_read": "on", "scope_write": "on"}
+
+    asked = browser.post("/web/keys/create", {**form, "step": "confirm"})
+    assert asked.status_code == 200 and "Make this key?" in asked.text and HOSTILE not in asked.text
+    assert _live_keys(owner.id) == [owner.key[:12]]  # asking made nothing
+
+    made = browser.post("/web/keys/create", {**form, "step": "create"})
+    assert made.status_code == 200
+    assert_page_headers(made)  # no-store: the one page the key is on is never cached
+    (key,) = re.findall(r"sv_live_[A-Za-z0-9_-]{32}", made.text)
+    assert apikeys.looks_like_key(key) and key != owner.key
+    assert _live_keys(owner.id) == [owner.key[:12], key[:12]]
+    assert tool_result(server.url, key, "list_sessions")["isError"] is False  # it works at once
+    listed = browser.get("/web/keys")
+    assert key[:12] in text_of(listed) and key not in listed.text  # listed by prefix, never shown again
+    assert "read, write" in text_of(listed).split(key[:12], 1)[1][:200]
+    assert key not in capfd.readouterr().out  # nor in a log line
+
+    # Never a stronger key than the one signed in with, and never without the delete scope.
+    limited = make_user(runtime, scopes=("read", "delete"))
+    other = Browser(http, browser.base)
+    other.sign_in(limited.key)
+    page = other.get("/web/keys")
+    escalate = {"csrf": csrf_of(page), "label": "", "scope_read": "on", "scope_write": "on", "step": "create"}
+    assert other.post("/web/keys/create", escalate).status_code == 403
+    assert other.post("/web/keys/create", {**escalate, "scope_write": ""}).status_code == 200
+    assert len(_live_keys(limited.id)) == 2
+    no_scope = {**escalate, "scope_read": "", "scope_write": ""}
+    assert other.post("/web/keys/create", no_scope).status_code == 400
+    reader = make_user(runtime, scopes=("read", "write"))
+    third = Browser(http, browser.base)
+    third.sign_in(reader.key)
+    plain = third.get("/web/keys")
+    assert "Make a key" not in text_of(plain)
+    refused = third.post("/web/keys/create", {**escalate, "csrf": csrf_of(plain), "scope_write": ""})
+    assert refused.status_code == 403 and _live_keys(reader.id) == [reader.key[:12]]
+    assert browser.post("/web/keys/create", {**form, "csrf": "A" * 43, "step": "create"}).status_code == 403
+    assert len(_live_keys(owner.id)) == 2  # the forged post made nothing

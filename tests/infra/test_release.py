@@ -212,3 +212,15 @@ def test_the_linters_refuse_a_broken_workflow(tmp_path: Path) -> None:
     assert schema.returncode != 0, schema.stdout
     _, zizmor = lint(injection)
     assert zizmor.returncode != 0 and "template-injection" in zizmor.stdout + zizmor.stderr
+
+
+def test_the_model_package_is_published_before_the_package_that_needs_it() -> None:
+    """`sessionvault-mcp[local]` names `sessionvault-minilm`: published first (skip-existing, it
+    keeps its version across releases), from a folder holding only it; then the rest of dist/."""
+    steps = workflow()["jobs"]["pypi"]["steps"]
+    publishes = [s for s in steps if s.get("uses", "").startswith("pypa/gh-action-pypi-publish@")]
+    assert [p["with"]["packages-dir"] for p in publishes] == ["model-dist/", "dist/"]
+    assert all(p["with"]["skip-existing"] is True for p in publishes)
+    moved = next(s["run"] for s in steps if "run" in s and "model-dist" in s["run"])
+    assert steps.index(next(s for s in steps if s.get("run") == moved)) < steps.index(publishes[0])
+    assert "mv dist/sessionvault_minilm-*.whl model-dist/" in moved

@@ -126,8 +126,7 @@ def _run_connect(args: argparse.Namespace) -> int:
         with files.one_run(home=home):  # one backup per file, however many entries change in it
             results.append(files.apply(args.client, args.url, key, use_env=args.use_env, home=home, cwd=cwd))
             if args.hooks:
-                results.append(hooks.install_hooks(args.client, home=home, cwd=cwd, url=args.url))
-                results += hooks.install_checkpoint_hooks(args.client, home=home, cwd=cwd, url=args.url)
+                results += hooks.install(args.client, home=home, cwd=cwd, url=args.url)
     except (ConfigFileError, OSError) as e:
         _report(results)  # what was written before the failure, and where its backups are
         print(f"sessionvault connect: {e}", file=sys.stderr)

@@ -2,7 +2,12 @@
 /health): the request's context and log line made, the app run, whatever it raises answered
 here (a `Refused` as it says; anything else a 500 with a generic body, the log naming the
 exception's type, never its message), the outcome of an admitted call that failed written on
-the audit row its admission wrote, the local per-address failure count kept, the line emitted."""
+the audit row its admission wrote, the local per-address failure count kept, the line emitted.
+
+The line is finished here from what came back: its status is the response that went out (seen
+on its way, `Answer`), a refusal's facts are read off the `Refused` (`edge_check`,
+`auth_reason`, its class). What a surface learns on the way (the tool, the admission's row, a
+class for an error it answered itself) it notes on the context's log as it learns it."""
 
 from __future__ import annotations
 
@@ -60,15 +65,17 @@ class OneAnswer:
                 await self.app({**scope, KEY: RequestContext(headers, log)}, receive, answer)
             except Refused as refusal:
                 refusal.__traceback__ = None  # a shared instance would grow it with every raise
-                log.status, log.error_class = refusal.status, refusal.error_class
+                log.error_class = refusal.error_class
+                log.edge_check = refusal.edge_check or log.edge_check
+                log.auth_reason = refusal.auth_reason or log.auth_reason
                 if not answer.started:
                     await respond(answer, refusal.status, refusal.body, refusal.headers)
         except Exception as exc:  # the catch-all: the type is logged, never the message
             log.failure, log.error_class = type(exc).__name__, "internal"
-            log.status = answer.status or 500
             if not answer.started:
                 with contextlib.suppress(Exception):  # the client may be gone: log it anyway
                     await respond(answer, 500, INTERNAL)
+        log.status = answer.status or 500  # what went out (0: nothing could be sent)
         log.latency_ms = int((time.perf_counter() - started) * 1000)
         if log.admitted and log.error_class:
             await anyio.to_thread.run_sync(self._finish, log)  # a database write: off the loop

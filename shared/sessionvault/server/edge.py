@@ -27,7 +27,6 @@ from sessionvault.server.text_checks import (
     request_problem,
     text_problem,
 )
-from sessionvault.telemetry import RequestLog
 
 UNAUTHORIZED = json.dumps({"error": "unauthorized"}).encode()
 UNAVAILABLE = json.dumps({"error": "temporarily unavailable, try again"}).encode()
@@ -60,21 +59,22 @@ async def health(scope: Scope, send: Send) -> None:
         await respond(send, 405, NOT_ALLOWED, {"Allow": "GET, HEAD"})
 
 
-def check_text(scope: Scope, path: str, api_prefix: str, log: RequestLog) -> None:
+def check_text(scope: Scope, path: str, api_prefix: str) -> None:
     """Refuses a path or query string holding a NUL or a lone surrogate (`text_checks`), before
     any surface sees it: a 400 in the shape of the surface it was sent to (JSON-RPC for /mcp,
     the API's error, else OAuth's `invalid_request`, which the web view's paths get too)."""
     problem = request_problem(scope)
     if problem is None:
         return
-    log.edge_check = "text"
     said = f"text may not hold {NUL_OR_SURROGATE}: {problem}"
     if path == "/mcp":
-        raise Refused(400, jsonrpc_error(-32600, said), "validation")
+        raise Refused(400, jsonrpc_error(-32600, said), "validation", edge_check="text")
     shaped: dict[str, Any] = {"error": "invalid_request", "error_description": said}
     if path.startswith(api_prefix + "/"):
         shaped = {"error": {"code": "validation", "message": said}}
-    raise Refused(400, json.dumps(shaped).encode(), "validation", {"Cache-Control": "no-store"})
+    raise Refused(
+        400, json.dumps(shaped).encode(), "validation", {"Cache-Control": "no-store"}, edge_check="text"
+    )
 
 
 # Protocol methods the log, the audit row and the metric dimension may name.

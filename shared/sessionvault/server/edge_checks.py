@@ -25,10 +25,9 @@ class EdgeChecks:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         context = context_of(scope)
         path = self._path(scope)
-        check_text(scope, path, api.PREFIX, context.log)  # NUL, lone surrogates: deeper, each was a 500
+        check_text(scope, path, api.PREFIX)  # NUL, lone surrogates: deeper, each was a 500
         hosts = context.headers.getlist("host")  # a second Host must not slip past: the SDK reads the first
         if len(hosts) != 1 or not guard.host_allowed(hosts[0], self.policy.hosts):
-            context.log.edge_check = "host"
             raise guard.refusal("host")
         context.base = guard.base_url(self.settings, context.headers)
         await self.app({**scope, "path": path, "root_path": ""}, receive, send)

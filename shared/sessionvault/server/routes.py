@@ -30,7 +30,6 @@ from sessionvault.errors import Refused
 from sessionvault.server import api
 from sessionvault.server.admission import admitter as auth
 from sessionvault.server.admission import guard, riding
-from sessionvault.server.answer import Answer
 from sessionvault.server.context import RequestContext, Surface
 from sessionvault.server.edge import form_problem, read_body, replaying
 from sessionvault.server.mcp.endpoint import McpEndpoint
@@ -85,8 +84,7 @@ class Surfaces:
             if auth.bearer_token(context.headers.get("authorization")) is None:
                 # The 401 first, as for a POST: clients probe with GET or HEAD to find the
                 # resource metadata (RFC 9728) before they have a token.
-                context.log.auth_reason = "missing"
-                raise auth.refused(context.base)
+                raise auth.refused(context.base, "missing")
             # Stateless JSON mode: no SSE stream to open (GET) and no session to end (DELETE).
             raise Refused(405, NOT_ALLOWED, "validation", {"Allow": "POST"})
         await self.mcp.serve(scope, receive, send, context)
@@ -109,14 +107,10 @@ class Surfaces:
                 else self.policy.check_origins(headers)
             )
             if check is not None:
-                log.edge_check = check
                 raise guard.refusal(check, api.BODY_TYPE)
 
         async def run(who: Principal, out: Send) -> None:
-            answer = Answer(out)
-            failed = await self.api.handle(route, who, scope, receive, answer)
-            log.error_class = failed or None
-            log.status = answer.status
+            log.error_class = await self.api.handle(route, who, scope, receive, out) or None
 
         holdable = route.scope if route.holdable else None  # its answer can be held meanwhile
         await riding.ride_or_admit(self.admitter, context, holdable, "tool", run, send)
@@ -138,7 +132,6 @@ class Surfaces:
             expected = guard.POSTED[path]
             check = self.policy.check_post(context.headers, expected)
             if check is not None:
-                log.edge_check = check
                 raise guard.refusal(check, expected)
         if scope["method"] == "POST" and path in FORM_PATHS:
             body = await read_body(receive)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -137,29 +137,48 @@ def set_member(
     now: datetime | None = None,
     backups: Backups | None = None,
 ) -> ApplyResult:
-    """Make `file[container][name] == value`, keeping everything else.
+    """Make `file[container][name] == value`, keeping everything else (`set_members`)."""
+    return set_members(path, fmt, container, {name: value}, private=private, now=now, backups=backups)
 
-    Idempotent: when the value is already there, the file is not touched and no backup is
+
+def set_members(
+    path: Path,
+    fmt: str,
+    container: str,
+    values: Mapping[str, Any],
+    *,
+    private: bool = False,
+    now: datetime | None = None,
+    backups: Backups | None = None,
+    initial: str = "",
+) -> ApplyResult:
+    """Make `file[container][name] == value` for each of `values`, keeping everything else, in
+    one write (a missing file starts from `initial`).
+
+    Idempotent: when the values are already there, the file is not touched and no backup is
     made. Otherwise the old file is copied into the state folder first (`Backups`: once per
-    file in a `one_run`, else a run of its own)."""
+    file in a `one_run`, else a run of its own; a file that did not exist has none)."""
     real = path.resolve()  # follow a symlinked config (dotfile managers), keep the link
-    old = real.read_text(encoding="utf-8") if real.exists() else ""
+    existed = real.exists()
+    old = real.read_text(encoding="utf-8") if existed else initial
     load, put = FORMATS[fmt]
     data = load(old)
     holder = data.get(container, {})
     if not isinstance(holder, dict):
         raise ConfigFileError(f"{path}: {container!r} is not an object; fix it by hand")
-    if holder.get(name) == value:
+    changed = {name: value for name, value in values.items() if holder.get(name) != value}
+    if not changed and existed:
         if private:
             real.chmod(0o600)
         return ApplyResult(path=path, changed=False, backup=None)
-
-    new = put(old, container, value, name)
+    new = old
+    for name, value in changed.items():
+        new = put(new, container, value, name)
     # The edit is textual (to keep comments), so check that the only change is ours.
-    if load(new) != {**data, container: {**holder, name: value}}:
+    if load(new) != {**data, container: {**holder, **changed}}:
         raise ConfigFileError(f"{path}: could not edit the file safely; nothing was written")
     backup = (backups or _RUN.get() or Backups(backup_folder(), now)).keep(real, old)
-    mode = 0o600 if private else (real.stat().st_mode & 0o777 if real.exists() else 0o644)
+    mode = 0o600 if private else (real.stat().st_mode & 0o777 if existed else 0o644)
     write_atomic(real, new, mode)
     return ApplyResult(path=path, changed=True, backup=backup)
 

@@ -126,6 +126,21 @@ def _event_items(spec: HookSpec, data: Mapping[str, Any], path: Path) -> list[An
     return items
 
 
+def install(client: str, *, home: Path, cwd: Path, url: str | None = None) -> list[ApplyResult]:
+    """The session-start hook and, where the client fires them, the end-of-work hooks: each
+    file written once (`connect --hooks`). A settings file gets all its events in one edit, so
+    that its backup (if it existed) is of the file as the user left it, never of a version of
+    ours; a plugin file is written whole."""
+    spec = _hook_spec(client)
+    path = spec.path(home, cwd)
+    if spec.kind == "cline":  # the plugin, then one script per end event
+        return [_install_file(spec, client, path, url), *_cline_scripts(spec, client, home, url)]
+    if spec.kind:
+        return [_install_file(spec, client, path, url)]  # one plugin does both
+    values = _hook_values(spec, client, path, url, start=True, end=True)
+    return [files.set_members(path, "json", "hooks", values, initial=_seed_text(spec))]
+
+
 def install_hooks(
     client: str,
     *,
@@ -139,21 +154,14 @@ def install_hooks(
     Idempotent: when the hook is already there, nothing is written and no backup is made.
     Otherwise an older sessionvault hook is replaced, the old file is copied into the state
     folder (files.Backups), and the edit is re-parsed before it is written. A missing file
-    with a `seed` (Amazon Q's default agent) is created from it.
+    with a `seed` (Amazon Q's default agent, Copilot CLI's hooks file) is created from it.
     """
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
     if spec.kind:
         return _install_file(spec, client, path, url)
-    ours = spec.item(hook_command(client, url))
-    if spec.seed and not path.resolve().exists():
-        text = json.dumps({**spec.seed, "hooks": {spec.event: [ours]}}, indent=2) + "\n"
-        files.write_atomic(path.resolve(), text, 0o644)
-        return ApplyResult(path=path, changed=True, backup=None)
-    items = _event_items(spec, files.read(path.resolve()), path)
-    merged = _merged(spec, items, ours)
-    value = items if merged is None else merged
-    return files.set_member(path, "json", "hooks", spec.event, value, now=now)
+    values = _hook_values(spec, client, path, url, start=True, end=False)
+    return files.set_members(path, "json", "hooks", values, now=now, initial=_seed_text(spec))
 
 
 def install_checkpoint_hooks(
@@ -172,20 +180,42 @@ def install_checkpoint_hooks(
     if spec.kind == "kilo":
         return [_install_file(spec, client, path, url)]  # one plugin does both
     if spec.kind == "cline":
-        argv = [*command.sessionvault_argv(), *_args("checkpoint", client, url)]
-        return [
-            hook_files.put(hook_files.cline_hook_path(home, e), hook_files.cline_hook(e, argv), 0o755)
-            for e in spec.end_events
-        ]
+        return _cline_scripts(spec, client, home, url)
+    if not spec.end_events:
+        return []
+    values = _hook_values(spec, client, path, url, start=False, end=True)
+    return [files.set_members(path, "json", "hooks", values, now=now, initial=_seed_text(spec))]
+
+
+def _hook_values(
+    spec: HookSpec, client: str, path: Path, url: str | None, *, start: bool, end: bool
+) -> dict[str, list[Any]]:
+    """hooks[event] for each event asked for, ours in it exactly once, the rest kept."""
+    data = files.read(path.resolve())
+    values: dict[str, list[Any]] = {}
+    if start:
+        items = _event_items(spec, data, path)
+        values[spec.event] = _merged(spec, items, spec.item(hook_command(client, url))) or items
     line = checkpoint_command(client, url)
-    results = []
-    for event in spec.end_events:
-        end = replace(spec, event=event)
-        items = _event_items(end, files.read(path.resolve()), path)
-        merged = _merged(end, items, checkpoint_item(spec, event, line), _OURS_CHECKPOINT)
-        value = items if merged is None else merged
-        results.append(files.set_member(path, "json", "hooks", event, value, now=now))
-    return results
+    for event in spec.end_events if end else ():
+        one = replace(spec, event=event)
+        items = _event_items(one, data, path)
+        ours = checkpoint_item(spec, event, line)
+        values[event] = _merged(one, items, ours, _OURS_CHECKPOINT) or items
+    return values
+
+
+def _seed_text(spec: HookSpec) -> str:
+    """What a missing settings file starts from: the client's seed (its required keys), or {}."""
+    return json.dumps(spec.seed, indent=2) + "\n" if spec.seed else ""
+
+
+def _cline_scripts(spec: HookSpec, client: str, home: Path, url: str | None) -> list[ApplyResult]:
+    argv = [*command.sessionvault_argv(), *_args("checkpoint", client, url)]
+    return [
+        hook_files.put(hook_files.cline_hook_path(home, e), hook_files.cline_hook(e, argv), 0o755)
+        for e in spec.end_events
+    ]
 
 
 def checkpoint_events(client: str, *, home: Path, cwd: Path) -> list[str]:

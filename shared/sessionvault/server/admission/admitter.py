@@ -28,9 +28,11 @@ from sessionvault.service.principal import Principal
 from sessionvault.telemetry import RequestLog
 
 
-def refused(base: str) -> Refused:
-    """The one 401 of /mcp, for every reason (`base`: this server's public URL)."""
-    return Refused(401, UNAUTHORIZED, "auth", {"WWW-Authenticate": oauth.www_authenticate(base)})
+def refused(base: str, reason: str) -> Refused:
+    """The one 401 of /mcp, for every reason (`base`: this server's public URL; `reason`, for
+    the log line and the audit trail only)."""
+    challenge = {"WWW-Authenticate": oauth.www_authenticate(base)}
+    return Refused(401, UNAUTHORIZED, "auth", challenge, auth_reason=reason)
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -97,8 +99,7 @@ class Admitter:
         to answer otherwise."""
         token = bearer_token(authorization)
         if token is None or not looks_like_credential(token):
-            log.auth_reason = "missing" if token is None else "malformed"
-            raise refused(base)
+            raise refused(base, "missing" if token is None else "malformed")
         request = self._request(token, budget, log, base)
         return self._answer(token, request, admission.admit_request(self.rt.db, request), log, base)
 
@@ -152,8 +153,7 @@ class Admitter:
         if result.status == "rate_limited":
             retry = {"Retry-After": str(result.retry_after_s)}
             raise Refused(429, _rate_limited(result), "rate_limit", retry)
-        log.auth_reason = result.status
-        raise refused(base)
+        raise refused(base, result.status)
 
     def _request(self, token: str, budget: admission.Budget, log: RequestLog, base: str) -> admission.Request:
         settings = self.rt.settings

@@ -161,15 +161,16 @@ def refusal(check: Check, expected: str = JSON) -> Refused:
     instance keeps its traceback, and re-raising one lengthens it); `expected`, the media type
     a 415 asks for."""
     if check == "host":
-        return Refused(421, _body("invalid Host header"), "auth")
+        return Refused(421, _body("invalid Host header"), "auth", edge_check=check)
     if check == "origin":
-        return Refused(403, _body("invalid Origin header"), "auth")
-    return Refused(415, _body(f"Content-Type must be {expected}"), "validation", {"Accept": expected})
+        return Refused(403, _body("invalid Origin header"), "auth", edge_check=check)
+    body = _body(f"Content-Type must be {expected}")
+    return Refused(415, body, "validation", {"Accept": expected}, edge_check=check)
 
 
 def too_many_failures(retry_after_s: int) -> Refused:
     body = _body("too many failed authentications from this address", retry_after=retry_after_s)
-    return Refused(429, body, "rate_limit", {"Retry-After": str(retry_after_s)})
+    return Refused(429, body, "rate_limit", {"Retry-After": str(retry_after_s)}, edge_check="auth_failures")
 
 
 def key_digest(authorization: str | None) -> bytes | None:

@@ -42,8 +42,7 @@ async def ride_or_admit(
     log, base = context.log, context.base
     sent = context.headers.getlist("authorization")
     if len(sent) > 1:
-        log.auth_reason = "duplicate"
-        raise auth.refused(base)
+        raise auth.refused(base, "duplicate")
     authorization = sent[0] if sent else None
     if scope_needed is not None:
         call = admitter.ride(authorization, scope_needed, log, base)
@@ -78,7 +77,7 @@ async def ridden(
     except DB_ERRORS as exc:
         raise unavailable(log, exc) from None
     if not settled:
-        log.status, log.error_class = 0, None
+        log.error_class = None  # the held answer is dropped: the call runs again
     elif crash is not None:
         raise crash
     else:

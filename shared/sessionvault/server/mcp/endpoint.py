@@ -75,7 +75,7 @@ class McpEndpoint:
             state = CallState(principal=who)
             token = current_call.set(state)
             try:
-                log.status, error_class = await self._dispatch(scope, body, payload, out)
+                error_class = await self._dispatch(scope, body, payload, out)
             finally:
                 current_call.reset(token)
             log.error_class = state.error_class or error_class
@@ -86,25 +86,21 @@ class McpEndpoint:
         """Refuse before the body is read and before any database work (`guard`)."""
         check = self.policy.check(context.headers)
         if check is not None:
-            context.log.edge_check = check
             raise guard.refusal(check)
         if self.failures is None:
             return
         wait = self.failures.retry_after(context.log.ip)
         if wait and not self.failures.known(guard.key_digest(context.headers.get("authorization"))):
-            context.log.edge_check = "auth_failures"
             raise guard.too_many_failures(wait)
 
-    async def _dispatch(
-        self, scope: Scope, body: bytes, payload: Any, send: Send
-    ) -> tuple[int, ErrorClass | None]:
+    async def _dispatch(self, scope: Scope, body: bytes, payload: Any, send: Send) -> ErrorClass | None:
         """Hand the message (its body read and parsed once, at the edge) to the SDK; returns the
-        status and the class of an error it answered (unknown method, bad params, a refusal)."""
+        class of an error it answered (unknown method, bad params, a refusal)."""
         legacy, version = handshake_era(scope)
         if legacy:  # 2025 era: one JSON exchange in this task (`exchange.py`), a typed answer
             answer = await self.exchange.answer(Request(scope), payload, version)
             await answer.response(scope, _no_body, send)
-            return answer.response.status_code, answer.error_class
+            return answer.error_class
         # 2026-07-28: the SDK's own single-exchange entry, through its manager, which reads the
         # body itself: it is given the same bytes, and its reply is read for the error it holds.
         status, reply = 500, bytearray()
@@ -119,7 +115,7 @@ class McpEndpoint:
 
         manager = await self.manager.get()
         await manager.handle_request(scope, replaying(body), watch)
-        return status, answered_with_error(status, bytes(reply))
+        return answered_with_error(status, bytes(reply))
 
 
 async def _no_body() -> Message:

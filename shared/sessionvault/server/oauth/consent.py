@@ -149,9 +149,8 @@ class Consent:
             request_id = Request(scope).query_params.get("request", "")
             found = await self._pending(request_id)
             if found is None:
-                log.status, log.error_class = 400, "validation"
+                log.error_class = "validation"
                 return await _html(send, 400, error_page(UNKNOWN))
-            log.status = 200
             action = oauth.base_path(base) + oauth.CONSENT_PATH
             page = render(*found, self._csrf(request_id), action)
             return await _html(send, 200, page, found[0].redirect_uri)
@@ -163,10 +162,8 @@ class Consent:
         headers = Request(scope).headers
         origin = headers.get("origin")
         if origin and origin != origin_of(base):
-            log.edge_check = "origin"
-            raise Refused(403, b'{"error": "invalid Origin header"}', "auth")
+            raise Refused(403, b'{"error": "invalid Origin header"}', "auth", edge_check="origin")
         if self.failures is not None and (wait := self.failures.retry_after(log.ip)):
-            log.edge_check = "auth_failures"
             raise guard.too_many_failures(wait)
         form = await Request(scope, replaying(await read_body(receive))).form()
         fields: Mapping[str, str] = {k: v for k, v in form.items() if isinstance(v, str)}
@@ -174,13 +171,12 @@ class Consent:
         if not request_id or not oauth.csrf_ok(
             self.rt.settings.audit_salt, request_id, fields.get("csrf", "")
         ):
-            log.status, log.error_class, log.auth_reason = 400, "validation", ""
+            log.error_class = "validation"
             return await _html(send, 400, error_page("This form has expired or was not sent from this page."))
         if decision == "deny":
             denied = await anyio.to_thread.run_sync(store.deny, self.rt.db, request_id)
             if denied is None:
                 return await self._unknown(send, log)
-            log.status = 303
             location = construct_redirect_uri(denied[0], error="access_denied", state=denied[1], iss=base)
             return await _redirect(send, location)
         if decision != "approve":
@@ -198,13 +194,11 @@ class Consent:
             found = await self._pending(request_id)
             if found is None:
                 return await self._unknown(send, log)
-            log.status = 200
             action = oauth.base_path(base) + oauth.CONSENT_PATH
             page = render(*found, self._csrf(request_id), action, BAD_KEY)
             return await _html(send, 200, page, found[0].redirect_uri)
         if approval.status == "unknown_request" or approval.redirect_uri is None:
             return await self._unknown(send, log)
-        log.status = 303
         if approval.status == "no_scope":
             location = construct_redirect_uri(
                 approval.redirect_uri, error="invalid_scope", state=approval.state, iss=base
@@ -216,7 +210,7 @@ class Consent:
         await _redirect(send, location)
 
     async def _unknown(self, send: Send, log: RequestLog) -> None:
-        log.status, log.error_class = 400, "validation"
+        log.error_class = "validation"
         await _html(send, 400, error_page(UNKNOWN))
 
 

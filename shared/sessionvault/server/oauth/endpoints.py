@@ -283,7 +283,6 @@ class OAuthServer:
             # Why a client was not found (a metadata document refused): the log and the
             # AuthFailures metric only; the caller sees an unknown client.
             log.auth_reason = log.auth_reason or provider.problem
-        log.status = response.status_code
         if response.status_code >= 400:
             log.error_class = "auth" if response.status_code == 401 else "validation"
         await response(scope, replaying(b""), send)

@@ -25,26 +25,25 @@ from sessionvault.server.web.responses import refusal
 
 async def read_form(call: Call, receive: Receive) -> dict[str, str]:
     """The form's string fields, once it has passed the checks above."""
-    headers, log, root = Headers(scope=call.scope), call.log, call.root
+    headers, root = Headers(scope=call.scope), call.root
     types = headers.getlist("content-type")
     if len(types) != 1 or media_type(types[0]) != FORM:
-        log.edge_check = "content_type"
         raise refusal(
             415,
             message(None, root, "Not a form", "Send this page's own form."),
             "validation",
             {"Accept": FORM},
+            edge_check="content_type",
         )
     own = origin_of(call.base)
     origins = headers.getlist("origin")
     sites = headers.getlist("sec-fetch-site")
     if any(o != own for o in origins) or any(s != "same-origin" for s in sites):
-        log.edge_check = "origin"
-        raise refusal(403, message(None, root, "Refused", "This form was sent from another site."), "auth")
+        said = "This form was sent from another site."
+        raise refusal(403, message(None, root, "Refused", said), "auth", edge_check="origin")
     if not sites and not origins:  # nothing a browser sets: no proof it came from our page
-        log.edge_check = "origin"
         said = "This form came without the headers a browser sends (Origin, Sec-Fetch-Site)."
-        raise refusal(403, message(None, root, "Refused", said), "auth")
+        raise refusal(403, message(None, root, "Refused", said), "auth", edge_check="origin")
     body = await read_body(receive)
     if await form_problem(call.scope, body):
         raise refusal(

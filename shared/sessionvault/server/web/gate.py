@@ -83,7 +83,6 @@ class Gate:
             await self.signin_page(call, send, notice=ENDED if had else "")
             return None
         gone = [call.cookies.clear(call.cookies.session)] if had else []
-        call.log.status = 303
         await redirect(send, link(call.root, "/"), gone)
         return None
 
@@ -98,7 +97,6 @@ class Gate:
             cookies.append(call.cookies.set(call.cookies.pre, pre, cookie.PRE_LIFETIME_S))
         if call.jar.get(call.cookies.session):
             cookies.append(call.cookies.clear(call.cookies.session))
-        call.log.status = status
         body = signin(call.root, cookie.signin_csrf(self.secret, pre), error=error, notice=notice)
         await send_html(send, status, body, cookies)
 

@@ -8,20 +8,24 @@ from starlette.types import Send
 
 from sessionvault.errors import ErrorClass, Refused
 from sessionvault.server.oauth.consent import page_headers
-from sessionvault.server.web.call import Call
 
 HTML = "text/html; charset=utf-8"
 
 
 def refusal(
-    status: int, body: bytes, error_class: ErrorClass, headers: dict[str, str] | None = None
+    status: int,
+    body: bytes,
+    error_class: ErrorClass,
+    headers: dict[str, str] | None = None,
+    *,
+    edge_check: str = "",
 ) -> Refused:
     """An HTML answer the app's catch of `Refused` sends as it is."""
-    return Refused(status, body, error_class, {"Content-Type": HTML, **page_headers(), **(headers or {})})
+    every = {"Content-Type": HTML, **page_headers(), **(headers or {})}
+    return Refused(status, body, error_class, every, edge_check=edge_check)
 
 
-async def send_page(call: Call, send: Send, body: bytes) -> None:
-    call.log.status = 200
+async def send_page(send: Send, body: bytes) -> None:
     await send_html(send, 200, body)
 
 

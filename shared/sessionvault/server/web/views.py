@@ -10,6 +10,8 @@
     GET  /web/clients          per client: last checkpoint, save and handoff; the handoffs between them
     GET  /web/keys             the account's keys
     POST /web/keys/revoke      key, csrf, step=confirm (a confirmation page) | step=revoke (needs delete)
+    POST /web/keys/create      label, scope (each), csrf, step=confirm | step=create: the key shown once
+                               (needs delete; at most the signed-in key's scopes)
     GET  /web/members          workspace: its members, for its owners (docs/teams.md)
     POST /web/members/change   workspace, action=add|role|remove, person, role, csrf, step=confirm | apply
 
@@ -69,6 +71,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("GET", PREFIX + "/clients"): "web/clients",
     ("GET", PREFIX + "/keys"): "web/keys",
     ("POST", PREFIX + "/keys/revoke"): "web/keys.revoke",
+    ("POST", PREFIX + "/keys/create"): "web/keys.create",
     ("GET", PREFIX + "/members"): "web/members",
     ("POST", PREFIX + "/members/change"): "web/members.change",
 }
@@ -88,6 +91,7 @@ HANDLERS: dict[str, Handler] = {
     PREFIX + "/clients": clients.clients_page,
     PREFIX + "/keys": keys.keys_page,
     PREFIX + "/keys/revoke": keys.revoke,
+    PREFIX + "/keys/create": keys.create,
     PREFIX + "/members": members.members_page,
     PREFIX + "/members/change": members.change,
 }
@@ -129,7 +133,7 @@ class Web:
             status = 404 if isinstance(exc, NotFound) else STATUS.get(exc.error_class, 400)
             if isinstance(exc, WorkspaceDenied):  # not a member reads as no such workspace, as on the API
                 status = 404 if exc.role is None else 403
-            log.status, log.error_class = status, exc.error_class
+            log.error_class = exc.error_class
             chrome = call.signed.chrome if call.signed else None
             page = message(chrome, call.root, "That did not work", str(exc))
             raise refusal(status, page, exc.error_class) from None

@@ -166,7 +166,9 @@ def test_drift_counts_commits_and_changed_files_since_a_commit(tmp_path: Path) -
     subprocess.run(["git", "-C", str(checkout), "checkout", "-q", "-b", "main"], check=True)
     saved = _commit_files(checkout, {"keep.py": "1", "src/old.py": "1", "notes.md": "1"})
     assert repo.drift_since(saved, checkout) == repo.Drift(saved, saved, "main", True, 0, 0, ())
-    assert repo.drift_since(saved[:7].upper(), checkout) is None  # not as save_session stores it
+    # Not as save_session stores it (lower-case hex): the whole hash in capitals, which holds a
+    # letter (a 7-character prefix is all digits in ~4 % of commits, and then stays the same).
+    assert repo.drift_since(saved.upper(), checkout) is None
 
     _commit_files(checkout, {"src/old.py": "2", "src/new.py": "1"}, "one")
     head = _commit_files(checkout, {"notes.md": "2"}, "two")

@@ -12,7 +12,7 @@ import pytest
 
 from sessionvault.errors import ConfigFileError
 from sessionvault.local.hook import session_start as context
-from sessionvault.local.setup import hooks
+from sessionvault.local.setup import files, hooks
 
 from ..conftest import SV
 
@@ -222,7 +222,7 @@ def test_the_checkpoint_hook_goes_on_each_end_of_work_event_once(client: str, tm
     path.write_text(json.dumps({"hooks": {"Stop": [theirs]}, "theme": "dark"}))
     events, extra = END_EVENTS[client]
     first = hooks.install_checkpoint_hooks(client, home=tmp_path, cwd=tmp_path, now=T1)
-    assert [r.changed for r in first] == [True] * len(events)
+    assert [(r.path, r.changed) for r in first] == [(path, True)]  # every event in one write
     data = json.loads(path.read_text())
     assert data["theme"] == "dark" and set(data["hooks"]) >= events
     for event in events:
@@ -249,7 +249,7 @@ def test_copilot_cli_gets_a_hooks_file_of_its_own_with_flat_entries(tmp_path: Pa
     path = tmp_path / COPILOT_HOOKS
     assert result.path == path and result.changed and result.backup is None
     ends = hooks.install_checkpoint_hooks("copilot-cli", home=tmp_path, cwd=tmp_path, now=T1)
-    assert [r.changed for r in ends] == [True, True, True]
+    assert [r.changed for r in ends] == [True]
     start = {"type": "command", "bash": f"{SV} hook session-start --client copilot-cli", "timeoutSec": 5}
     end = {"type": "command", "bash": f"{SV} hook checkpoint --client copilot-cli", "timeoutSec": 20}
     assert json.loads(path.read_text()) == {
@@ -271,6 +271,48 @@ def test_copilot_cli_gets_a_hooks_file_of_its_own_with_flat_entries(tmp_path: Pa
     assert not any(
         r.changed for r in hooks.install_checkpoint_hooks("copilot-cli", home=tmp_path, cwd=tmp_path)
     )
+
+
+@pytest.mark.parametrize("client", sorted(hooks.HOOK_CLIENTS))
+def test_connect_writes_each_hook_file_once_and_backs_up_only_what_was_there(
+    client: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`connect --hooks` (`hooks.install`, in one backup run): every file it touches is written
+    once; a file it created has no backup (found: Copilot CLI's hooks file written twice, the
+    backup holding our own first half); a file the user had is backed up once, as it was."""
+    monkeypatch.setenv("SESSIONVAULT_HOME", str(tmp_path / "state"))
+    writes: list[Path] = []
+    real_write = files.write_atomic
+
+    def counted(path: Path, text: str, mode: int) -> None:
+        writes.append(path)
+        real_write(path, text, mode)
+
+    monkeypatch.setattr(files, "write_atomic", counted)
+    with files.one_run(home=tmp_path):
+        first = hooks.install(client, home=tmp_path, cwd=tmp_path / "project")
+    paths = [r.path.resolve() for r in first]
+    assert sorted(writes) == sorted(paths) and len(set(paths)) == len(paths), writes
+    assert all(r.changed and r.backup is None for r in first)
+    assert not (tmp_path / "state" / "backups").exists()
+    writes.clear()
+    with files.one_run(home=tmp_path):
+        again = hooks.install(client, home=tmp_path, cwd=tmp_path / "project")
+    assert writes == [] and not any(r.changed for r in again)
+
+
+def test_a_users_own_settings_file_is_backed_up_once_as_they_left_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SESSIONVAULT_HOME", str(tmp_path / "state"))
+    path = tmp_path / HOOK_FILES["claude-code"]
+    path.parent.mkdir(parents=True)
+    theirs = '{"theme": "dark"}\n'
+    path.write_text(theirs)
+    with files.one_run(home=tmp_path):
+        [result] = hooks.install("claude-code", home=tmp_path, cwd=tmp_path)
+    assert result.backup is not None and result.backup.read_text() == theirs
+    assert [p for p in (tmp_path / "state" / "backups").rglob("*") if p.is_file()] == [result.backup]
 
 
 def test_the_copilot_cli_hook_prints_a_flat_additional_context() -> None:

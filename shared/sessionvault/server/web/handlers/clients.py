@@ -40,4 +40,4 @@ async def clients_page(gate: Gate, call: Call, send: Send) -> None:
         for v in line["versions"]:
             senders[(name, int(v["version"]))] = str(v["record"].get("client") or "")
     body = clients.clients(signed.chrome, listed["sessions"], offered, senders, now)
-    await send_page(call, send, body)
+    await send_page(send, body)

@@ -33,7 +33,7 @@ async def handoffs_page(gate: Gate, call: Call, send: Send) -> None:
     who, key_hash = signed.who, signed.session.key_hash
     to_you = await run(lambda: workspace_view.offers_to_me(gate.rt.db, key_hash))
     rows = await run(lambda: account_view.offers(gate.rt.db, who, limit=OFFERS))
-    await send_page(call, send, offers_page(signed.chrome, rows, to_you=offers_to_you(signed.chrome, to_you)))
+    await send_page(send, offers_page(signed.chrome, rows, to_you=offers_to_you(signed.chrome, to_you)))
 
 
 async def activity_page(gate: Gate, call: Call, send: Send) -> None:
@@ -61,4 +61,4 @@ async def _rows_page(
         return
     who = signed.who
     rows = await run(lambda: read(who))
-    await send_page(call, send, render(signed.chrome, rows))
+    await send_page(send, render(signed.chrome, rows))

@@ -67,7 +67,7 @@ async def home(gate: Gate, call: Call, send: Send) -> None:
         body = listing.sessions(
             signed.chrome, list(groups.items()), form=form, repo=canonical, older=older, workspace=ws
         )
-    await send_page(call, send, body)
+    await send_page(send, body)
 
 
 async def _search(

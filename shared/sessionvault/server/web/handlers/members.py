@@ -44,7 +44,7 @@ async def members_page(gate: Gate, call: Call, send: Send) -> None:
     can, have = workspace_view.CHANGE_SCOPE in signed.who.scopes, sorted(signed.who.scopes)
     done = _done(call.query, workspace, rows)
     body = pages.members(signed.chrome, workspace, rows, can_change=can, have=have, done=done)
-    await send_page(call, send, body)
+    await send_page(send, body)
 
 
 async def change(gate: Gate, call: Call, send: Send) -> None:
@@ -72,11 +72,10 @@ async def change(gate: Gate, call: Call, send: Send) -> None:
     if step == "confirm":
         was = str(listed["role"]) if listed else ""
         page = pages.confirm(signed.chrome, workspace, action, person, role, was=was, you=you)
-        await send_page(call, send, page)
+        await send_page(send, page)
         return
     key_hash, who = signed.session.key_hash, signed.who
     await run(lambda: workspace_view.change(gate.rt.db, who, key_hash, workspace, action, person, role))
-    call.log.status = 303
     if you and (action == "remove" or role != "owner"):  # no longer an owner: nothing to show here
         await redirect(send, link(call.root, "/", workspace="" if action == "remove" else workspace))
         return

@@ -31,4 +31,4 @@ async def session_page(gate: Gate, call: Call, send: Send) -> None:
     loaded = await run(lambda: gate.rt.vault.load(signed.who, args))
     if not loaded.get("found"):
         raise NotFound(str(loaded.get("hint") or "not found"))
-    await send_page(call, send, session.session(signed.chrome, loaded))
+    await send_page(send, session.session(signed.chrome, loaded))

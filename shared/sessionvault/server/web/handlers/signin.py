@@ -24,13 +24,13 @@ async def signin(gate: Gate, call: Call, send: Send) -> None:
         await gate.signin_page(call, send, status=403, error=EXPIRED_FORM)
         return
     if gate.failures is not None and (wait := gate.failures.retry_after(log.ip)):
-        log.edge_check = "auth_failures"
         text = f"Too many failed sign-ins from this address: try again in {wait} seconds."
         raise refusal(
             429,
             message(None, call.root, "Slow down", text),
             "rate_limit",
             {"Retry-After": str(wait)},
+            edge_check="auth_failures",
         )
     key = call.form.get("api_key", "").strip()
     who = None
@@ -51,7 +51,6 @@ async def signin(gate: Gate, call: Call, send: Send) -> None:
         call.cookies.set(call.cookies.session, value, cookie.LIFETIME_S),
         call.cookies.clear(call.cookies.pre),
     ]
-    log.status = 303
     await redirect(send, link(call.root, "/"), cookies)
 
 
@@ -59,7 +58,5 @@ async def signout(gate: Gate, call: Call, send: Send) -> None:
     value = call.jar.get(call.cookies.session, "")
     session = cookie.open_session(gate.secret, value) if value else None
     if session is not None and not cookie.csrf_ok(gate.secret, session, call.form.get("csrf", "")):
-        call.log.error_class = "validation"
         raise refusal(403, message(None, call.root, "Refused", EXPIRED_FORM), "validation")
-    call.log.status = 303
     await redirect(send, link(call.root, "/"), [call.cookies.clear(call.cookies.session)])

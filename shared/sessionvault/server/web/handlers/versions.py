@@ -37,4 +37,4 @@ async def versions_page(gate: Gate, call: Call, send: Send) -> None:
     by_number = {int(v["version"]): v["record"] for v in entries}
     diffs = diff.compare(by_number[a], by_number[b])
     page = versions.versions(signed.chrome, name, entries, a, b, diffs, workspace=workspace)
-    await send_page(call, send, page)
+    await send_page(send, page)

@@ -12,7 +12,9 @@ from typing import Any
 
 from sessionvault.server.edge import PROTOCOL_METHODS
 from sessionvault.server.web.pages.charts import bars
-from sessionvault.server.web.pages.layout import Chrome, e, page, when
+from sessionvault.server.web.pages.layout import Chrome, e, page, row, table, when
+
+COLUMNS = ("When", "Tool or page", "Outcome", "Client")
 
 PROTOCOL = PROTOCOL_METHODS - {"tools/call"}  # a tools/call row names no known tool: keep it shown
 DAYS = 30  # the chart's widest span
@@ -43,16 +45,15 @@ def activity(chrome: Chrome, rows: Sequence[Mapping[str, Any]]) -> bytes:
             f"OAuth client <code>{e(r['oauth_client_id'])}</code>" if r.get("oauth_client_id") else "API key"
         )
         cells.append(
-            f"<tr><td>{when(r['at'])}</td><td><code>{e(r['tool'])}</code></td>"
-            f'<td><span class="{cls}">{e(outcome)}</span></td><td>{client}</td></tr>'
+            row(
+                COLUMNS,
+                when(r["at"]),
+                f"<code>{e(r['tool'])}</code>",
+                f'<span class="{cls}">{e(outcome)}</span>',
+                client,
+            )
         )
-    table = (
-        '<table><caption class="sr-only">Recent activity</caption><thead><tr><th scope="col">When</th>'
-        '<th scope="col">Tool or page</th><th scope="col">Outcome</th><th scope="col">Client</th>'
-        "</tr></thead>"
-        f"<tbody>{''.join(cells)}</tbody></table>"
-    )
-    return page(chrome, "Activity", intro + _chart(rows) + table)
+    return page(chrome, "Activity", intro + _chart(rows) + table("Recent activity", COLUMNS, cells))
 
 
 def _protocol_row(run: Sequence[Mapping[str, Any]]) -> str:
@@ -74,11 +75,9 @@ def _protocol_row(run: Sequence[Mapping[str, Any]]) -> str:
         + "</li>"
         for r in run
     )
-    return (
-        f'<tr class="protocol"><td>{when(run[0]["at"])}</td><td><details><summary>{len(run)} protocol '
-        f"message{'s' if len(run) > 1 else ''} ({kinds})</summary><ul>{each}</ul></details></td>"
-        f"<td>{outcome}</td><td></td></tr>"
-    )
+    summary = f"{len(run)} protocol message{'s' if len(run) > 1 else ''} ({kinds})"
+    listed = f"<details><summary>{summary}</summary><ul>{each}</ul></details>"
+    return row(COLUMNS, when(run[0]["at"]), listed, outcome, "", cls="protocol")
 
 
 def _day(value: object) -> date | None:

@@ -12,7 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sessionvault.server.web.pages.charts import flow
-from sessionvault.server.web.pages.layout import Chrome, e, page, when
+from sessionvault.server.web.pages.layout import Chrome, e, page, row, table, when
+
+COLUMNS = ("Client", "Last checkpoint", "Last save", "Last handoff")
 
 WINDOW = timedelta(days=30)
 UNKNOWN = "(unnamed client)"
@@ -111,18 +113,19 @@ def clients(
     )
     rows = summarize(sessions, offers, senders)
     if rows:
-        cells = "".join(
-            f"<tr><td><strong>{e(c.name)}</strong></td><td>{when(c.checkpoint)}</td><td>{when(c.saved)}</td>"
-            f"<td>{when(c.handoff)}{f' ({e(c.handoff_what)})' if c.handoff else ''}</td></tr>"
+        cells = (
+            row(
+                COLUMNS,
+                f"<strong>{e(c.name)}</strong>",
+                when(c.checkpoint),
+                when(c.saved),
+                f"{when(c.handoff)}{f' ({e(c.handoff_what)})' if c.handoff else ''}",
+            )
             for c in rows
         )
-        table = (
-            '<table><caption class="sr-only">Clients</caption><thead><tr><th scope="col">Client</th>'
-            '<th scope="col">Last checkpoint</th><th scope="col">Last save</th>'
-            f'<th scope="col">Last handoff</th></tr></thead><tbody>{cells}</tbody></table>'
-        )
+        listed = table("Clients", COLUMNS, cells)
     else:
-        table = '<p class="none">No client has saved a session yet.</p>'
+        listed = '<p class="none">No client has saved a session yet.</p>'
     pairs = edges(offers, senders, now)
     picture = flow(pairs, "Handoffs between clients over the last 30 days")
     if picture:
@@ -138,4 +141,4 @@ def clients(
         "it (or, while open, the one it was addressed to); its number counts the handoffs.</p>"
         f"{shown}</section>"
     )
-    return page(chrome, "Clients", intro + table + flow_part)
+    return page(chrome, "Clients", intro + listed + flow_part)

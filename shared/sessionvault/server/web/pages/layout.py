@@ -7,7 +7,7 @@ are built by `link` from our own paths and `urlencode`d values."""
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -78,6 +78,22 @@ def message(chrome: Chrome | None, root: str, title: str, text: str) -> bytes:
     back = f'<p><a href="{e(link(root, "/"))}">Back to SessionVault</a></p>'
     content = f'<p role="alert">{e(text)}</p>{back}'
     return page(chrome, title, content) if chrome else bare_page(title, content)
+
+
+def table(caption: str, columns: Sequence[str], rows: Iterable[str], *, shown: bool = False) -> str:
+    """A table of `rows` (each made by `row`) under `columns`; on a phone each row is a card, each
+    cell under its column's name (style.py). `caption` is HTML, read out (or `shown`)."""
+    heads = "".join(f'<th scope="col">{e(c)}</th>' for c in columns)
+    caption = f"<caption>{caption}</caption>" if shown else f'<caption class="sr-only">{caption}</caption>'
+    return (
+        f'<table class="cards">{caption}<thead><tr>{heads}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def row(columns: Sequence[str], *cells: str, cls: str = "") -> str:
+    """One row of `table`: each cell labelled with its column's name, for the phone's cards."""
+    tds = "".join(f'<td data-label="{e(c)}">{cell}</td>' for c, cell in zip(columns, cells, strict=True))
+    return f'<tr class="{e(cls)}">{tds}</tr>' if cls else f"<tr>{tds}</tr>"
 
 
 def when(value: object) -> str:

@@ -8,15 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sessionvault.server.web.pages.layout import NO_REPO, Chrome, e, handoff_badge, page, when
+from sessionvault.server.web.pages.layout import NO_REPO, Chrome, e, handoff_badge, page, row, table, when
 
-_SESSION_HEAD = (
-    '<thead><tr><th scope="col">Session</th><th scope="col">Version</th><th scope="col">Client</th>'
-    '<th scope="col">Saved</th><th scope="col">Handoff</th></tr></thead>'
-)
+SESSION_COLUMNS = ("Session", "Version", "Client", "Saved", "Handoff")
+RESULT_COLUMNS = ("Session", "Repository", "Version", "Score")
 
 
-def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> str:
+def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> list[str]:
     rows = []
     for s in sessions:
         href = chrome.url("/web/session", name=s["name"], workspace=s.get("workspace", ""))
@@ -25,11 +23,16 @@ def _session_rows(chrome: Chrome, sessions: Iterable[Mapping[str, Any]]) -> str:
             ' <span class="muted">(listing not verified: open it)</span>' if s.get("unverified") else ""
         )
         rows.append(
-            f'<tr><td><a href="{e(href)}">{e(s["name"])}</a>{unverified}{preview}</td>'
-            f"<td>{e(str(s['version']))}</td><td>{e(s.get('client') or '')}</td>"
-            f"<td>{when(s.get('updated_at'))}</td><td>{_offered(s.get('handoff'))}</td></tr>"
+            row(
+                SESSION_COLUMNS,
+                f'<a href="{e(href)}">{e(s["name"])}</a>{unverified}{preview}',
+                e(str(s["version"])),
+                e(s.get("client") or ""),
+                when(s.get("updated_at")),
+                _offered(s.get("handoff")),
+            )
         )
-    return "".join(rows)
+    return rows
 
 
 def _offered(offer: Mapping[str, Any] | None) -> str:
@@ -90,8 +93,8 @@ def sessions(
         )
         parts.append(
             f'<section aria-labelledby="repo-{n}"><h2 id="repo-{n}">{heading}{more}</h2>'
-            f'<table><caption class="sr-only">Sessions in {heading}</caption>{_SESSION_HEAD}'
-            f"<tbody>{_session_rows(chrome, entries)}</tbody></table></section>"
+            + table(f"Sessions in {heading}", SESSION_COLUMNS, _session_rows(chrome, entries))
+            + "</section>"
         )
     if older:
         parts.append(f'<p><a href="{e(older)}">Older sessions</a></p>')
@@ -105,19 +108,18 @@ def search_results(
     if not hits:
         body = '<p class="none">Nothing matched.</p>'
     else:
-        rows = "".join(
-            f'<tr><td><a href="{e(chrome.url("/web/session", name=h["name"], workspace=workspace))}">'
-            f"{e(h['name'])}</a>"
-            f'<span class="preview">{e(h.get("summary") or h.get("preview") or "")}</span></td>'
-            f"<td>{e(h.get('repo') or NO_REPO)}</td><td>{e(str(h.get('version', '')))}</td>"
-            f"<td>{_score(h)}</td></tr>"
+        rows = (
+            row(
+                RESULT_COLUMNS,
+                f'<a href="{e(chrome.url("/web/session", name=h["name"], workspace=workspace))}">'
+                f"{e(h['name'])}</a>"
+                f'<span class="preview">{e(h.get("summary") or h.get("preview") or "")}</span>',
+                e(h.get("repo") or NO_REPO),
+                e(str(h.get("version", ""))),
+                _score(h),
+            )
             for h in hits
         )
-        body = (
-            f'<table><caption>Results for “{e(q)}”</caption><thead><tr><th scope="col">Session</th>'
-            '<th scope="col">Repository</th><th scope="col">Version</th><th scope="col">Score</th>'
-            "</tr></thead>"
-            f"<tbody>{rows}</tbody></table>"
-        )
+        body = table(f"Results for “{e(q)}”", RESULT_COLUMNS, rows, shown=True)
     back = f'<p><a href="{e(chrome.url("/", workspace=workspace))}">All sessions</a></p>'
     return page(chrome, "Search", form + told + body + back)

@@ -70,13 +70,22 @@ STYLE = (
     # (names, repos, keys, paths, URLs) wraps where it must; in a table only where a line
     # overflows (break-word keeps a column as wide as its longest word: `anywhere` squeezed
     # columns to a letter each); a control is never wider than its box; and below 40rem the
-    # chrome tightens and a table that still does not fit scrolls inside its own box instead of
-    # widening the page (tests/browser/test_web_phone.py).
+    # chrome tightens, a list's table becomes cards and any other table scrolls inside its own
+    # box instead of widening the page (tests/browser/test_web_phone.py).
     "h1,h2,h3,p,li,dd,dt,caption,strong,a,label,.preview{overflow-wrap:anywhere}"
     "td,th,table :is(p,li,strong,a,label,.preview){overflow-wrap:break-word}"
     "input,select,button{max-width:100%}main{min-width:0}"
     "@media (max-width:40rem){.top{padding:.6rem .9rem;gap:.4rem 1rem}.top ul{flex-wrap:wrap;gap:.35rem 1rem}"
     "main{padding:1rem .75rem}h1{font-size:1.35rem}section.card,form.panel{padding:.6rem .8rem}"
-    "table{display:block;overflow-x:auto;max-width:100%}th,td{padding:.4rem .45rem}"
+    "table:not(.cards){display:block;overflow-x:auto;max-width:100%}th,td{padding:.4rem .45rem}"
+    # A list's table is a column of cards: a row per card, each cell under its column's name
+    # (`layout.row` labels them), every action in reach without scrolling sideways.
+    "table.cards,table.cards tbody,table.cards tr,table.cards td{display:block}"
+    "table.cards{border:0;background:none}table.cards caption:not(.sr-only){display:block;text-align:left}"
+    "table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}"
+    "table.cards tr{background:#fff;border:1px solid var(--line);border-radius:6px;margin:0 0 .6rem;"
+    "padding:.35rem .7rem}table.cards td{border:0;padding:.2rem 0;overflow-wrap:anywhere}"
+    "table.cards td[data-label]::before{content:attr(data-label);display:block;font-size:.8rem;"
+    "color:var(--muted)}table.cards td:empty{display:none}"
     ".search input,.search select{flex:1 1 12rem;min-width:0}}"
 )

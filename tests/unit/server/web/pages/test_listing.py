@@ -14,7 +14,7 @@ def cells(page: bytes) -> list[str]:
     """The text of each cell of the first row, tags removed."""
     row = re.search(r"<tbody><tr>(.*?)</tr>", page.decode(), re.S)
     assert row is not None
-    return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>", row.group(1), re.S)]
+    return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
 
 
 def listed(**handoff: object) -> bytes:
@@ -31,3 +31,10 @@ def test_the_handoff_cell_names_the_version_offered() -> None:
         "v2 accepted"
     )
     assert cells(listed())[4] == "none"
+
+
+def test_every_cell_is_labelled_with_its_column_for_the_phones_cards() -> None:
+    page = listed().decode()
+    labels = re.findall(r'<td data-label="([^"]+)">', page)
+    heads = re.findall(r'<th scope="col">([^<]+)</th>', page)
+    assert labels == heads == list(listing.SESSION_COLUMNS) and '<table class="cards">' in page
