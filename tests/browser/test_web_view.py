@@ -221,3 +221,25 @@ def test_another_origin_can_neither_frame_the_view_nor_post_its_forms(server, ow
         page.wait_for_load_state()
         assert "another site" in page.content() or "Refused" in page.content()
     assert tool_result(server.url, spare, "list_sessions")["isError"] is False
+
+
+def test_a_person_makes_a_key_in_the_browser_asked_first_and_shown_once(server, runtime, page: Page) -> None:
+    """Keys page -> label and scopes -> "Make a key…" -> the question -> "Make the key" -> the key,
+    once; it works at once over /mcp, and the list shows its prefix, never the key."""
+    user, base = make_user(runtime), server.url.removesuffix("/mcp")
+    sign_in(page, base, user.key)
+    page.get_by_role("link", name="Keys").click()
+    page.get_by_label("Label (what it is for)").fill("phone")
+    page.get_by_role("checkbox", name="write").uncheck()  # read only
+    page.get_by_role("button", name="Make a key…").click()
+    expect(page.get_by_role("heading", name="Make this key?")).to_be_visible()
+    page.get_by_role("button", name="Make the key").click()
+    expect(page.get_by_role("heading", name="Your new key")).to_be_visible()
+    key = page.locator("code.key").inner_text()
+    assert re.fullmatch(r"sv_live_[A-Za-z0-9_-]{32}", key)
+    assert tool_result(server.url, key, "list_sessions")["isError"] is False
+    refused = tool_result(server.url, key, "save_session", name="x", summary="y")
+    assert refused["isError"] and "scope" in str(refused).lower()  # read only, as chosen
+    page.get_by_role("link", name="Back to your keys").click()
+    expect(page.get_by_text(key[:12])).to_be_visible()
+    assert key not in page.content()

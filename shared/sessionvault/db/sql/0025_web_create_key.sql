@@ -6,3 +6,6 @@
 -- now insert those columns and nothing else: never a key for another user, never a scope the
 -- signed-in key lacks.
 GRANT INSERT (user_id, key_hash, key_prefix, label, scopes) ON api_keys TO sessionvault_web;
+-- The insert's own check that keys belong to people (sessionvault_check_kinds, a trigger that
+-- runs as the inserting role) reads the user's kind.
+GRANT SELECT (kind) ON users TO sessionvault_web;

@@ -123,9 +123,9 @@ def clients(
             )
             for c in rows
         )
-        listed = table("Clients", COLUMNS, cells)
+        summary = table("Clients", COLUMNS, cells)
     else:
-        listed = '<p class="none">No client has saved a session yet.</p>'
+        summary = '<p class="none">No client has saved a session yet.</p>'
     pairs = edges(offers, senders, now)
     picture = flow(pairs, "Handoffs between clients over the last 30 days")
     if picture:
@@ -141,4 +141,4 @@ def clients(
         "it (or, while open, the one it was addressed to); its number counts the handoffs.</p>"
         f"{shown}</section>"
     )
-    return page(chrome, "Clients", intro + listed + flow_part)
+    return page(chrome, "Clients", intro + summary + flow_part)
