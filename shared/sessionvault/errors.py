@@ -116,6 +116,17 @@ class BudgetExceeded(VaultError):
         self.retry_after_s, self.fits_now, self.per_minute = retry_after_s, fits_now, per_minute
 
 
+class WorkspaceBusy(VaultError):
+    """A workspace's own rate budget (shared by its members, beside each member's own) is used up
+    for now: `window` (minute | day), its `limit` of calls, `retry_after_s` until it frees."""
+
+    error_class = "rate_limit"
+
+    def __init__(self, window: str, limit: int, retry_after_s: int, message: str = "") -> None:
+        super().__init__(message or f"the workspace's {window} budget of {limit} calls is used up")
+        self.window, self.limit, self.retry_after_s = window, limit, retry_after_s
+
+
 class KeyReplaced(VaultError):
     """The user's data key was replaced (a re-key) while this save was under way."""
 

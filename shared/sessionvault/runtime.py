@@ -53,5 +53,6 @@ def open_runtime(settings: Settings, *, pool_size: int = 8) -> Runtime:
         quota,
         redact=settings.redact_secrets,
         handoff_ttl_days=settings.handoff_ttl_days,
+        workspace_limits=(settings.workspace_rate_per_minute, settings.workspace_rate_per_day),
     )
     return Runtime(settings, db, keys, vault)

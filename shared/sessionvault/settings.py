@@ -78,6 +78,10 @@ class Settings:
     # initialize, notifications, ping and the list calls: their own budget, so a client's
     # start-up never eats its tool budget (per minute only)
     protocol_rate_per_minute: int = 600
+    # A workspace's own tool budget, shared by its members, beside each member's own (0: none):
+    # one member cannot spend what the others need, nor can a team of many exceed it.
+    workspace_rate_per_minute: int = 300
+    workspace_rate_per_day: int = 10000
     history_keep: int = 20  # previous versions kept per session, besides the head
     handoff_ttl_days: int = 7
     audit_retention_days: int = 90
@@ -118,6 +122,8 @@ class Settings:
             "rate_per_minute": _int(env, "SESSIONVAULT_RATE_PER_MINUTE", 60),
             "rate_per_day": _int(env, "SESSIONVAULT_RATE_PER_DAY", 1000),
             "protocol_rate_per_minute": _int(env, "SESSIONVAULT_PROTOCOL_RATE_PER_MINUTE", 600),
+            "workspace_rate_per_minute": _int(env, "SESSIONVAULT_WORKSPACE_RATE_PER_MINUTE", 300),
+            "workspace_rate_per_day": _int(env, "SESSIONVAULT_WORKSPACE_RATE_PER_DAY", 10000),
             "history_keep": _int(env, "SESSIONVAULT_HISTORY_KEEP", 20),
             "handoff_ttl_days": _int(env, "SESSIONVAULT_HANDOFF_TTL_DAYS", 7),
             "audit_retention_days": _int(env, "SESSIONVAULT_AUDIT_RETENTION_DAYS", 90),

@@ -27,7 +27,7 @@ import psycopg.errors
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from sessionvault.errors import NotAdmitted, WorkspaceDenied
+from sessionvault.errors import NotAdmitted, WorkspaceBusy, WorkspaceDenied
 
 T = TypeVar("T")
 Connection = psycopg.Connection[dict[str, Any]]
@@ -57,13 +57,16 @@ class Entering:
     open as the caller (the admission, or the caller's tenant setting), then enter the
     workspace in the same flight (`sessionvault_enter_workspace`, migration 0013), which checks
     the membership and its role for `access` (read, write or own) at that moment. `role` is
-    what the last entry answered."""
+    what the last entry answered. The call's first entry that commits charges the workspace's
+    own rate budget (`limits`: per minute, per day; 0 for none); later ones do not (`charged`)."""
 
     caller: str
     space: str
     access: str
     tool: str = ""
     role: str | None = None
+    limits: tuple[int, int] = (0, 0)
+    charged: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class Tenant:
         return str((answer or {}).get("proof") or self.proof or caller)
 
 
-_ENTER = "SELECT sessionvault_enter_workspace(%s, %s, %s) AS role"
+_ENTER = "SELECT sessionvault_enter_workspace(%s, %s, %s, %s, %s) AS role"
+_WORKSPACE_BUSY = "SV429"  # sessionvault_enter_workspace: the workspace's budget is used up
 
 
 def _configure(conn: Connection) -> None:
@@ -217,7 +221,8 @@ class _Attempt(Generic[T]):
                 else:
                     admitted = conn.execute(ride.sql, ride.params)
                 if enter is not None:
-                    entered = conn.execute(_ENTER, (enter.space, enter.access, enter.tool))
+                    limits = (0, 0) if enter.charged else enter.limits
+                    entered = conn.execute(_ENTER, (enter.space, enter.access, enter.tool, *limits))
                 result = self.work(conn)
                 conn.execute("COMMIT")
                 self.final_flight = True
@@ -227,6 +232,11 @@ class _Attempt(Generic[T]):
             # A write the workspace's policies refused: the entry cleared the tenant.
             enter.role = None
             raise WorkspaceDenied(None) from None
+        except psycopg.Error as exc:
+            if enter is None or exc.sqlstate != _WORKSPACE_BUSY:
+                raise
+            window, limit, retry = str(exc.diag.message_detail or "minute:0:60").split(":")
+            raise WorkspaceBusy(window, int(limit), int(retry)) from None
         if ride is not None:
             ride.done, ride.answer = True, admitted.fetchone()
             status = ride.answer["status"] if ride.answer else "no row"
@@ -237,4 +247,5 @@ class _Attempt(Generic[T]):
             enter.role = row["role"] if row else None
             if enter.role is None or enter.role.startswith("denied:"):
                 raise WorkspaceDenied(enter.role)
+            enter.charged = True
         return result

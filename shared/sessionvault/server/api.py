@@ -29,6 +29,7 @@ from sessionvault.errors import (
     Refused,
     ValidationFailed,
     VaultError,
+    WorkspaceBusy,
     WorkspaceDenied,
 )
 from sessionvault.server.edge import read_body, respond
@@ -116,6 +117,10 @@ class Api:
         except BudgetExceeded as exc:  # an import larger than what the limit allows now: no work done
             extra = {"fits_now": exc.fits_now, "per_minute": exc.per_minute}
             body = error_body(exc.error_class, str(exc), extra)
+            await respond(send, 429, body, {**JSON_HEADERS, "Retry-After": str(exc.retry_after_s)})
+            return exc.error_class
+        except WorkspaceBusy as exc:  # the workspace's own budget, not the caller's: said so
+            body = error_body(exc.error_class, str(exc), {"window": exc.window, "limit": exc.limit})
             await respond(send, 429, body, {**JSON_HEADERS, "Retry-After": str(exc.retry_after_s)})
             return exc.error_class
         except VaultError as exc:

@@ -22,7 +22,7 @@ from sessionvault.core.keys import WrappedKey
 from sessionvault.db import pool
 from sessionvault.db import workspaces as store
 from sessionvault.db.pool import Database, Tenant
-from sessionvault.errors import WorkspaceDenied
+from sessionvault.errors import WorkspaceBusy, WorkspaceDenied
 from sessionvault.service.principal import Principal
 
 REMEMBER_S = 300.0
@@ -45,8 +45,9 @@ class Space:
 
 
 class Spaces:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, limits: tuple[int, int] = (0, 0)) -> None:
         self.db = db
+        self.limits = limits  # a workspace's own budget: calls per minute, per day (0: none)
         self._known: dict[tuple[str, str], tuple[float, Space]] = {}
         self._lock = threading.Lock()
 
@@ -88,11 +89,17 @@ class Spaces:
             yield who.at(space.id)
             return
         try:
-            yield who.at(space.id, pool.Entering(who.user_id, space.id, access, tool))
+            yield who.at(space.id, pool.Entering(who.user_id, space.id, access, tool, limits=self.limits))
         except WorkspaceDenied as exc:
             with self._lock:
                 self._known.pop((who.user_id, space.name), None)
             raise WorkspaceDenied(exc.role, _no_such(space.name, access, exc.role)) from None
+        except WorkspaceBusy as exc:
+            said = (
+                f"workspace {space.name!r} has used its {exc.window} budget of {exc.limit} calls, which its "
+                f"members share (your own budget is apart): try again in {exc.retry_after_s} s"
+            )
+            raise WorkspaceBusy(exc.window, exc.limit, exc.retry_after_s, said) from None
 
     def mine(self, who: Principal) -> list[dict[str, str]]:
         """The workspaces the caller belongs to: name and role."""

@@ -64,13 +64,14 @@ class Vault:
         redact: bool = True,
         *,
         handoff_ttl_days: int = 7,
+        workspace_limits: tuple[int, int] = (0, 0),
     ):
         self.db = db
         self.keys = keys
         self.history_keep = history_keep
         self.quota = quota
         self.handoff_ttl_days = handoff_ttl_days  # how long an offered handoff stays claimable
-        self.spaces = Spaces(db)
+        self.spaces = Spaces(db, workspace_limits)
         self.reader = Reader(db, keys, embedder, self.spaces, redact)
 
     def _dek(self, space: Space) -> bytes:
