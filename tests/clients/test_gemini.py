@@ -5,6 +5,7 @@ session-start hook fires before the model call."""
 from __future__ import annotations
 
 import json
+import re
 
 from ..conftest import make_user
 from ..support.model_recorder import ModelRecorder
@@ -77,3 +78,12 @@ def test_the_session_start_hook_output_reaches_the_model(
     )
     assert tool_calls.calls("load_session", user.id), client_env.last_output  # the hook ran
     assert seen, f"{model.summary()}\n{client_env.last_output}"
+    # The text offers load_session, and a headless run offers the model only tools that need no
+    # confirmation: `connect --hooks` allowed SessionVault's reads, so they are there (before,
+    # this run's model saw none of them), and its save and delete are not.
+    offered = {n for body in model.bodies() for n in re.findall(r'"name":\s*"(mcp_sessionvault_\w+)"', body)}
+    assert offered == {
+        "mcp_sessionvault_load_session",
+        "mcp_sessionvault_list_sessions",
+        "mcp_sessionvault_search_sessions",
+    }, model.summary()

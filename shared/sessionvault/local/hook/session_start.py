@@ -45,8 +45,16 @@ DOCTOR = "run `sessionvault doctor`"
 SUMMARY_CHARS = 800
 ITEM_CHARS = 200
 MIN_NOTES = 60  # below this many characters for the notes, use the short notice, then drop the heading
-HINT = "Full record: call load_session with the session name from the notes."
-FALLBACK = "SessionVault: a saved session exists for this repo; call load_session to see it."
+# The model may have SessionVault's tools or not (a client connected without them, a headless
+# run that offers none): the way that needs no tool is named too.
+HINT = (
+    "Full record: call load_session with the session name from the notes; without SessionVault's "
+    "tools, `sessionvault sessions show <name>` or the web view shows it."
+)
+FALLBACK = (
+    "SessionVault: a saved session exists for this repo; call load_session (or run "
+    "`sessionvault sessions list`) to see it."
+)
 
 
 def _notes(session: Mapping[str, Any], budget: int, drift: str = "") -> list[str]:

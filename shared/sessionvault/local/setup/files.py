@@ -138,22 +138,21 @@ def set_member(
     backups: Backups | None = None,
 ) -> ApplyResult:
     """Make `file[container][name] == value`, keeping everything else (`set_members`)."""
-    return set_members(path, fmt, container, {name: value}, private=private, now=now, backups=backups)
+    return set_members(path, fmt, {(container, name): value}, private=private, now=now, backups=backups)
 
 
 def set_members(
     path: Path,
     fmt: str,
-    container: str,
-    values: Mapping[str, Any],
+    values: Mapping[tuple[str, str], Any],
     *,
     private: bool = False,
     now: datetime | None = None,
     backups: Backups | None = None,
     initial: str = "",
 ) -> ApplyResult:
-    """Make `file[container][name] == value` for each of `values`, keeping everything else, in
-    one write (a missing file starts from `initial`).
+    """Make `file[container][name] == value` for each (container, name) of `values`, keeping
+    everything else, in one write (a missing file starts from `initial`).
 
     Idempotent: when the values are already there, the file is not touched and no backup is
     made. Otherwise the old file is copied into the state folder first (`Backups`: once per
@@ -163,19 +162,20 @@ def set_members(
     old = real.read_text(encoding="utf-8") if existed else initial
     load, put = FORMATS[fmt]
     data = load(old)
-    holder = data.get(container, {})
-    if not isinstance(holder, dict):
-        raise ConfigFileError(f"{path}: {container!r} is not an object; fix it by hand")
-    changed = {name: value for name, value in values.items() if holder.get(name) != value}
+    for container, _ in values:
+        if not isinstance(data.get(container, {}), dict):
+            raise ConfigFileError(f"{path}: {container!r} is not an object; fix it by hand")
+    changed = {at: value for at, value in values.items() if data.get(at[0], {}).get(at[1]) != value}
     if not changed and existed:
         if private:
             real.chmod(0o600)
         return ApplyResult(path=path, changed=False, backup=None)
-    new = old
-    for name, value in changed.items():
+    new, expected = old, dict(data)
+    for (container, name), value in changed.items():
         new = put(new, container, value, name)
+        expected[container] = {**expected.get(container, {}), name: value}
     # The edit is textual (to keep comments), so check that the only change is ours.
-    if load(new) != {**data, container: {**holder, **changed}}:
+    if load(new) != expected:
         raise ConfigFileError(f"{path}: could not edit the file safely; nothing was written")
     backup = (backups or _RUN.get() or Backups(backup_folder(), now)).keep(real, old)
     mode = 0o600 if private else (real.stat().st_mode & 0o777 if existed else 0o644)

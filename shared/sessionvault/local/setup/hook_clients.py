@@ -38,6 +38,11 @@ class HookSpec:
     # installer in `hooks`: None (a JSON settings file), "scripts" (one executable per event in
     # a folder: Cline) or "plugin" (a JavaScript plugin that runs our commands: Kilo Code).
     kind: str | None = None
+    # Tools the client must offer the model without asking, in its own `tools.allowed` list, for
+    # the session-start text to be usable: Gemini CLI offers a headless run (`gemini -p`) no tool
+    # that needs a confirmation, so without these its model never sees load_session. Reads
+    # only: a save or a delete still asks.
+    allowed_tools: tuple[str, ...] = ()
     # Why a client is not proven with its real CLI here (docs/clients.md; `connect` and
     # `doctor` say it); "" for a client whose hooks a real run of it proved.
     unverified: str = ""
@@ -87,6 +92,10 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         # every model call, compressing or not (fixture: tests/fixtures/transcripts/gemini-0.61.0).
         end_events={"AfterAgent": None, "SessionEnd": None},
         end_extra={"name": "sessionvault-checkpoint", "timeout": HOOK_TIMEOUT_S * 1000},
+        # Gemini CLI's names for MCP tools: mcp_<server>_<tool> (a real `gemini -p`, tests/clients).
+        allowed_tools=tuple(
+            f"mcp_sessionvault_{t}" for t in ("load_session", "list_sessions", "search_sessions")
+        ),
     ),
     "qwen": HookSpec(
         title="Qwen Code",

@@ -138,7 +138,9 @@ def install(client: str, *, home: Path, cwd: Path, url: str | None = None) -> li
     if spec.kind:
         return [_install_file(spec, client, path, url)]  # one plugin does both
     values = _hook_values(spec, client, path, url, start=True, end=True)
-    return [files.set_members(path, "json", "hooks", values, initial=_seed_text(spec))]
+    if spec.allowed_tools:
+        values[("tools", "allowed")] = _allowed(files.read(path.resolve()), spec.allowed_tools, path)
+    return [files.set_members(path, "json", values, initial=_seed_text(spec))]
 
 
 def install_hooks(
@@ -161,7 +163,7 @@ def install_hooks(
     if spec.kind:
         return _install_file(spec, client, path, url)
     values = _hook_values(spec, client, path, url, start=True, end=False)
-    return files.set_members(path, "json", "hooks", values, now=now, initial=_seed_text(spec))
+    return files.set_members(path, "json", values, now=now, initial=_seed_text(spec))
 
 
 def install_checkpoint_hooks(
@@ -184,25 +186,34 @@ def install_checkpoint_hooks(
     if not spec.end_events:
         return []
     values = _hook_values(spec, client, path, url, start=False, end=True)
-    return [files.set_members(path, "json", "hooks", values, now=now, initial=_seed_text(spec))]
+    return [files.set_members(path, "json", values, now=now, initial=_seed_text(spec))]
 
 
 def _hook_values(
     spec: HookSpec, client: str, path: Path, url: str | None, *, start: bool, end: bool
-) -> dict[str, list[Any]]:
-    """hooks[event] for each event asked for, ours in it exactly once, the rest kept."""
+) -> dict[tuple[str, str], Any]:
+    """("hooks", event) for each event asked for, ours in it exactly once, the rest kept."""
     data = files.read(path.resolve())
-    values: dict[str, list[Any]] = {}
+    values: dict[tuple[str, str], Any] = {}
     if start:
         items = _event_items(spec, data, path)
-        values[spec.event] = _merged(spec, items, spec.item(hook_command(client, url))) or items
+        values[("hooks", spec.event)] = _merged(spec, items, spec.item(hook_command(client, url))) or items
     line = checkpoint_command(client, url)
     for event in spec.end_events if end else ():
         one = replace(spec, event=event)
         items = _event_items(one, data, path)
         ours = checkpoint_item(spec, event, line)
-        values[event] = _merged(one, items, ours, _OURS_CHECKPOINT) or items
+        values[("hooks", event)] = _merged(one, items, ours, _OURS_CHECKPOINT) or items
     return values
+
+
+def _allowed(data: Mapping[str, Any], ours: tuple[str, ...], path: Path) -> list[Any]:
+    """The client's `tools.allowed` list with ours in it, the user's entries kept in order."""
+    tools = data.get("tools", {})
+    listed = tools.get("allowed", []) if isinstance(tools, dict) else []
+    if not isinstance(listed, list):
+        raise ConfigFileError(f"{path}: 'tools.allowed' is not a list; fix it by hand")
+    return [*listed, *(t for t in ours if t not in listed)]
 
 
 def _seed_text(spec: HookSpec) -> str:

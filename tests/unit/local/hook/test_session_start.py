@@ -86,7 +86,8 @@ def test_the_session_renders_as_compact_markdown() -> None:
     for part in (
         "github.com/acme/shop",
         "**checkout-refactor** v3, saved by cursor at 2026-01-02 03:04 UTC",
-        "Full record: call load_session with the session name from the notes.",
+        "Full record: call load_session with the session name from the notes; without SessionVault's "
+        "tools, `sessionvault sessions show <name>` or the web view shows it.",
         "**Summary:** Split checkout into cart, payment and receipt services",
         "**Next steps**\n- write payment tests",
         "**Decisions**\n- use Stripe intents (why: SCA compliance)",

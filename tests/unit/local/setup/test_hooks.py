@@ -369,3 +369,23 @@ def test_kilo_code_gets_one_plugin_for_the_start_and_the_checkpoint(tmp_path: Pa
     assert hooks.hook_installed("kilo-code", home=tmp_path, cwd=tmp_path)
     assert hooks.checkpoint_events("kilo-code", home=tmp_path, cwd=tmp_path) == ["session.idle"]
     assert hooks.checkpoint_events("kilo-code", home=tmp_path / "none", cwd=tmp_path) == []
+
+
+def test_gemini_gets_its_read_tools_allowed_so_a_headless_run_offers_them(tmp_path: Path) -> None:
+    """`gemini -p` offers the model no tool that needs a confirmation (a real run, tests/clients):
+    `connect gemini --hooks` allows SessionVault's three reads in the same write as the hooks,
+    keeping the user's own entries; saves and deletes still ask."""
+    path = tmp_path / HOOK_FILES["gemini"]
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"tools": {"allowed": ["run_shell_command(git status)"]}}))
+    [result] = hooks.install("gemini", home=tmp_path, cwd=tmp_path)
+    allowed = json.loads(path.read_text())["tools"]["allowed"]
+    assert result.changed and allowed == [
+        "run_shell_command(git status)",
+        "mcp_sessionvault_load_session",
+        "mcp_sessionvault_list_sessions",
+        "mcp_sessionvault_search_sessions",
+    ]
+    assert not any("save" in t or "delete" in t for t in allowed)
+    [again] = hooks.install("gemini", home=tmp_path, cwd=tmp_path)
+    assert not again.changed and json.loads(path.read_text())["tools"]["allowed"] == allowed
