@@ -5,7 +5,7 @@ different real client, started in a clone whose remote is spelled the https way,
 its first model request through its session-start hook. No model calls a SessionVault tool.
 
 Pairs here: Gemini CLI -> GitHub Copilot CLI -> Factory Droid -> Cline CLI -> Kilo Code -> Claude
-Code.
+Code; Kilo Code -> OpenCode -> Claude Code.
 Together with the first file's pairs every capture client is a source and a target at least once
 (docs/clients.md has the matrix)."""
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,10 @@ from ..conftest import make_user
 from ..support.model_recorder import ModelRecorder
 from ..support.scripted_chat import ScriptedChat, cline_script, copilot_script, droid_script, kilo_script
 from ..support.scripted_gemini import ScriptedGemini, checkpoint_script
+from ..support.scripted_opencode import MODEL as OPENCODE_MODEL
+from ..support.scripted_opencode import PROVIDER as OPENCODE_PROVIDER
+from ..support.scripted_opencode import TODOS as OPENCODE_TODOS
+from ..support.scripted_opencode import ScriptedOpenCode
 from .conftest import Env, ToolCalls
 from .test_claude_code import approve_project_servers, claude
 from .test_cline_cli import run_cline
@@ -44,6 +49,8 @@ from .test_handoff_without_tool_calls import (
     sessionvault_tool_uses,
 )
 from .test_kilo_code import kilo_until, run_kilo
+from .test_opencode import QUIET as OPENCODE_QUIET
+from .test_opencode import opencode, opencode_config, opencode_until
 
 
 def the_checkpoint(runtime: Any, user: Any, client: str, marker: str, step: str | None, out: str) -> None:
@@ -139,6 +146,21 @@ def run_kilo_code(env: Env, url: str, key: str, marker: str) -> str:
     return out
 
 
+def run_opencode(env: Env, url: str, key: str, marker: str) -> str:
+    """`connect opencode --hooks` (its plugin, Kilo Code's, saves the checkpoint on
+    session.idle), then `opencode run` against the scripted model: its todo list, a file, a
+    failing command."""
+    env.connect("opencode", url, key, "--hooks")
+    with ScriptedOpenCode(env.project, marker) as model:
+        opencode_config(env, model.base_url)
+        argv = [opencode(env), "run", "-m", f"{OPENCODE_PROVIDER}/{OPENCODE_MODEL}", PROMPT]
+        done = env.run(argv, key, timeout=180, **OPENCODE_QUIET)
+    out = f"{done.stdout}\n{done.stderr}\n{model.summary()}"
+    assert done.returncode == 0 and marker in done.stdout, out
+    no_sessionvault_call(model, out)
+    return out
+
+
 # --- the targets ---------------------------------------------------------------------------------
 
 
@@ -179,6 +201,13 @@ def kilo_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
         handed_over(model, source, marker)
 
 
+def opencode_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
+    env.connect("opencode", url, key, "--hooks")
+    with ModelRecorder() as model:
+        opencode_until(env, key, model, marker)
+        handed_over(model, source, marker)
+
+
 def claude_code_sees(env: Env, url: str, key: str, marker: str, source: str) -> None:
     env.connect("claude-code", url, key, "--hooks")
     approve_project_servers(env)
@@ -208,6 +237,14 @@ PAIRS = {
     "droid-to-cline": (run_droid, "droid", None, "cline", cline_sees),
     "cline-to-kilo-code": (run_cline_cli, "cline-cli", None, "kilo", kilo_sees),
     "kilo-code-to-claude-code": (run_kilo_code, "kilo-code", CHECK_STEP, "claude", claude_code_sees),
+    "kilo-code-to-opencode": (run_kilo_code, "kilo-code", CHECK_STEP, "opencode", opencode_sees),
+    "opencode-to-claude-code": (
+        run_opencode,
+        "opencode",
+        OPENCODE_TODOS[0]["content"],
+        "claude",
+        claude_code_sees,
+    ),
 }
 
 
@@ -220,6 +257,11 @@ def test_a_client_hands_over_to_another_with_no_tool_call(
     make_clone(client_env.project, SSH_REMOTE)
     marker = f"zero-call-marker-{os.urandom(6).hex()}"
     out = run(client_env, server.url, user.key, marker)
+    # A client may exit before its end-of-work hook has saved (OpenCode's plugin runs it from
+    # the session.idle event, which `opencode run` does not wait for): polled, with a deadline.
+    deadline = time.monotonic() + 30
+    while not checkpoints(runtime, user) and time.monotonic() < deadline:
+        time.sleep(0.2)
     the_checkpoint(runtime, user, source, marker, step, out)
     assert tool_calls.calls("checkpoint_session", user.id), out
     sees(other_clone(client_env, tmp_path, clone), server.url, user.key, marker, source)

@@ -5,8 +5,12 @@ names, so the tools are seen on the server side: an authenticated `tools/list` f
 
 from __future__ import annotations
 
+import json
+
 from ..conftest import make_user
-from .conftest import Env, ToolCalls
+from ..support.model_recorder import ModelRecorder
+from ..support.scripted_opencode import MODEL, PROVIDER, provider_config
+from .conftest import Env, ToolCalls, save_marked_session
 
 QUIET = {  # nothing from the network (there is none here), and no updates
     "OPENCODE_DISABLE_AUTOUPDATE": "1",
@@ -52,3 +56,39 @@ def test_mcp_list_with_a_wrong_key_is_not_connected_and_is_told_to_authenticate(
     assert "connected" not in line and ("needs authentication" in line or "failed" in line), out
     reasons = {getattr(r, "auth_reason", None) for r in tool_calls.records}
     assert "unknown_key" in reasons and "missing" not in reasons, reasons  # the key was sent
+
+
+def opencode_config(env: Env, base_url: str) -> None:
+    """The scripted provider in ~/.config/opencode/opencode.json, beside what `connect` wrote
+    there (its MCP entry)."""
+    path = env.home / ".config" / "opencode" / "opencode.json"
+    data = json.loads(path.read_text()) if path.exists() else {"$schema": "https://opencode.ai/config.json"}
+    data["provider"] = provider_config(base_url)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+
+
+def opencode_until(env: Env, key: str, model: ModelRecorder, text: str) -> bool:
+    """`opencode run` against a recorder until `text` reached it (OpenCode retries a refused
+    request: the run is stopped once the first request is in)."""
+    opencode_config(env, model.base_url)
+    argv = [opencode(env), "run", "-m", f"{PROVIDER}/{MODEL}", "Say hello."]
+    seen, _ = env.until(argv, key, lambda: model.saw(text), timeout=120, **QUIET)
+    return seen
+
+
+def test_connect_hooks_writes_the_plugin_and_it_puts_the_saved_session_into_the_first_request(
+    server, runtime, client_env: Env, tool_calls: ToolCalls
+) -> None:
+    """`connect opencode --hooks` (refused before: OpenCode had no hooks here) writes one plugin;
+    OpenCode loads it, and its first model request carries the last session for this repo."""
+    user = make_user(runtime)
+    marker = save_marked_session(server.url, user.key, client_env.project)
+    client_env.connect("opencode", server.url, user.key, "--hooks")
+    plugin = client_env.home / ".config" / "opencode" / "plugins" / "sessionvault.js"
+    assert plugin.is_file() and "session.idle" in plugin.read_text()
+    with ModelRecorder() as model:
+        seen = opencode_until(client_env, user.key, model, marker)
+        context = f"{model.summary()}\n{client_env.last_output}"
+        assert seen and json.dumps(marker)[1:-1] in model.bodies()[0], context
+    assert tool_calls.calls("load_session", user.id), context  # the plugin ran the hook

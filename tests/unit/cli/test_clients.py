@@ -99,10 +99,10 @@ def test_cli_hooks_on_a_client_without_hooks_is_refused_before_writing(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("SESSIONVAULT_API_KEY", "sv_live_" + "A" * 32)
-    args = _parse(["connect", "opencode", "--hooks"])
+    args = _parse(["connect", "zed", "--hooks"])
     assert args.func(args) == 2
     err = capsys.readouterr().err
-    assert "opencode has no session-start hook" in err and "nothing was written" in err
+    assert "zed has no session-start hook" in err and "nothing was written" in err
     assert not home.exists() or not any(home.rglob("*"))  # no config, no backup, no folder
 
 

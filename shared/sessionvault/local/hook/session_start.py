@@ -280,6 +280,7 @@ OUTPUT: dict[str, Callable[[str], str]] = {
     "copilot-cli": _additional_context,
     "cline-cli": _plain,  # a rule of our Cline plugin: its text goes into the system prompt as is
     "kilo-code": _plain,  # our Kilo Code plugin adds it to the system prompt as is
+    "opencode": _plain,  # so does our OpenCode plugin (the same plugin)
 }
 
 

@@ -35,8 +35,9 @@ class HookSpec:
     command_key: str = "command"
     typed: bool = True  # the entry says "type": "command" (Amazon Q's agent hooks do not)
     # Not a settings file's hooks but something of the client's own kind, each with its own
-    # installer in `hooks`: None (a JSON settings file), "scripts" (one executable per event in
-    # a folder: Cline) or "plugin" (a JavaScript plugin that runs our commands: Kilo Code).
+    # installer in `hooks`: None (a JSON settings file), "cline" (a plugin and one executable per
+    # event in a folder) or "opencode" (an OpenCode plugin that runs our commands: OpenCode and
+    # Kilo Code).
     kind: str | None = None
     # Tools the client must offer the model without asking, in its own `tools.allowed` list, for
     # the session-start text to be usable: Gemini CLI offers a headless run (`gemini -p`) no tool
@@ -152,13 +153,23 @@ HOOK_CLIENTS: dict[str, HookSpec] = {
         # tests/fixtures/transcripts/cline-3.0.65.
         end_events={"TaskComplete": None, "PreCompact": None, "SessionShutdown": None},
     ),
+    "opencode": HookSpec(
+        title="OpenCode",
+        # No command hooks: one plugin (~/.config/opencode/plugins/sessionvault.js) adds the last
+        # session to the system prompt and saves a checkpoint on session.idle (hook_files), the
+        # same plugin as Kilo Code's (Kilo Code is built on OpenCode and its plugin system).
+        path=lambda home, cwd: home / ".config" / "opencode" / "plugins" / "sessionvault.js",
+        matcher=None,
+        kind="opencode",
+        end_events={"session.idle": None},
+    ),
     "kilo-code": HookSpec(
         title="Kilo Code (CLI)",
         # No command hooks: one plugin (~/.config/kilo/plugins/sessionvault.js) adds the last
         # session to the system prompt and saves a checkpoint on session.idle (hook_files).
         path=lambda home, cwd: home / ".config" / "kilo" / "plugins" / "sessionvault.js",
         matcher=None,
-        kind="kilo",
+        kind="opencode",
         end_events={"session.idle": None},
     ),
     "amazon-q": HookSpec(

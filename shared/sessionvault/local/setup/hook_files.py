@@ -57,9 +57,9 @@ CLINE_HOOK = """#!/bin/sh
 exec {command}
 """
 
-KILO_PLUGIN = """// SessionVault for Kilo Code: the last session for this repo in the system prompt, and an
-// automatic checkpoint from Kilo's own store when a session goes idle.
-// {mark}; `sessionvault connect kilo-code --hooks` writes it again.
+OPENCODE_PLUGIN = """// SessionVault for {title}: the last session for this repo in the system prompt, and an
+// automatic checkpoint from the client's own store when a session goes idle.
+// {mark}; `sessionvault connect {client} --hooks` writes it again.
 import {{ execFile }} from "node:child_process";
 
 const START = {start};
@@ -100,8 +100,11 @@ def cline_hook(event: str, checkpoint: list[str]) -> str:
     return CLINE_HOOK.format(event=event, mark=MARK, command=shlex.join(checkpoint))
 
 
-def kilo_plugin(start: list[str], checkpoint: list[str]) -> str:
-    return KILO_PLUGIN.format(
+def opencode_plugin(title: str, client: str, start: list[str], checkpoint: list[str]) -> str:
+    """The plugin of OpenCode, and of Kilo Code (built on OpenCode, with its plugin system)."""
+    return OPENCODE_PLUGIN.format(
+        title=title,
+        client=client,
         mark=MARK,
         start=json.dumps(start),
         checkpoint=json.dumps(checkpoint),

@@ -179,7 +179,7 @@ def install_checkpoint_hooks(
     without such events."""
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
-    if spec.kind == "kilo":
+    if spec.kind == "opencode":
         return [_install_file(spec, client, path, url)]  # one plugin does both
     if spec.kind == "cline":
         return _cline_scripts(spec, client, home, url)
@@ -233,7 +233,7 @@ def checkpoint_events(client: str, *, home: Path, cwd: Path) -> list[str]:
     """The events whose hooks hold our checkpoint hook in the client's settings."""
     spec = _hook_spec(client)
     path = spec.path(home, cwd)
-    if spec.kind == "kilo":
+    if spec.kind == "opencode":
         return list(spec.end_events) if hook_files.argv_in(path, "CHECKPOINT") else []
     if spec.kind == "cline":
         ours = (hook_files.command_in_script(hook_files.cline_hook_path(home, e)) for e in spec.end_events)
@@ -258,7 +258,7 @@ def _install_file(spec: HookSpec, client: str, path: Path, url: str | None) -> A
     if spec.kind == "cline":
         return hook_files.put(path, hook_files.cline_plugin(start), 0o644)
     checkpoint = [*command.sessionvault_argv(), *_args("checkpoint", client, url)]
-    return hook_files.put(path, hook_files.kilo_plugin(start, checkpoint), 0o644)
+    return hook_files.put(path, hook_files.opencode_plugin(spec.title, client, start, checkpoint), 0o644)
 
 
 def hook_installed(client: str, *, home: Path, cwd: Path) -> bool:
