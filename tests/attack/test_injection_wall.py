@@ -32,13 +32,14 @@ WRITE = "UPDATE sessions SET repo = 'owned' WHERE user_id = ANY(%s::uuid[]) RETU
 def attacks(victim: str, space: str, forged: str, expired: str) -> list[tuple[str, Script]]:
     """Each attempt: statements run in order; the last one counts the victim's rows."""
     look = (ROWS, ([victim, space],))
+    enter = "SELECT sessionvault_enter_workspace(%s, 'read', 'x', 0, 0)"
     return [
         ("read past the wall", [look]),
         ("set the tenant to the victim", [(SET, (victim,)), look]),
         ("set the tenant to their workspace", [(SET, (space,)), look]),
         ("a forged proof", [(SET, (forged,)), look]),
         ("an expired proof of theirs", [(SET, (expired,)), look]),
-        ("enter their workspace", [("SELECT sessionvault_enter_workspace(%s, 'read', 'x')", (space,)), look]),
+        ("enter their workspace", [(enter, (space,)), look]),
         ("reset the setting", [("RESET app.user_id", ()), look]),
         ("a session-wide setting", [("SELECT set_config('app.user_id', %s, false)", (victim,)), look]),
         ("the key-hash door, no key", [(DOOR, ()), look]),

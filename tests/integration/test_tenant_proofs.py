@@ -106,7 +106,7 @@ def test_a_workspace_is_entered_only_for_the_caller_a_proof_names(pg, runtime, v
     outsider = make_user(runtime)
     name = f"crew-{victim.id[:6]}"
     space = accounts.create_workspace(admin_db(), runtime.keys.provider, name, victim.id)
-    sql = "SELECT sessionvault_enter_workspace(%s, 'write', 'x') AS role"
+    sql = "SELECT sessionvault_enter_workspace(%s, 'write', 'x', 0, 0) AS role"
     assert as_app(pg, victim.id, sql, (space,))[0]["role"] is None  # a plain id: nobody
     assert as_app(pg, outsider.principal.proof, sql, (space,))[0]["role"] is None  # not a member
     assert as_app(pg, victim.principal.proof, sql, (space,))[0]["role"] == "owner"

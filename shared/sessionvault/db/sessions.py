@@ -33,10 +33,12 @@ STATE_COLUMNS = """
          ELSE sessionvault_member_name(h.accepted_user) END AS handoff_accepted_person"""
 
 # What a load returns, from sessions s, session_versions v and handoffs h: the one version's
-# ciphertext, the head, the version list and the offer's state (a claim returns the same).
+# ciphertext, the head, the version list and the offer's state (a claim returns the same). In a
+# workspace, each row returned is noted in its access trail (`noted`: sessionvault_note_read).
 RECORD_COLUMNS = (
     """
     s.id, s.name, s.repo, s.version AS head, v.version, v.seal_id, v.nonce, v.ciphertext,
+    sessionvault_note_read(s.user_id, s.id) AS noted,
     s.embedding_model, s.sealed_vector, s.embedding::real[] AS plain_vector,
     coalesce(s.seal_id::text, s.id::text || ':' || s.version) AS binding,
     ARRAY(SELECT version FROM session_versions WHERE session_id = s.id ORDER BY version DESC)

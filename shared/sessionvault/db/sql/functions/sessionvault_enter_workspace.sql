@@ -60,6 +60,9 @@ BEGIN
     END IF;
     INSERT INTO public.workspace_access (workspace_id, user_id, access, tool)
     VALUES (p_space, v_caller, p_access, left(p_tool, 64));
+    -- For the reads this transaction makes: one trail row per session read (sessionvault_note_read).
+    PERFORM set_config('app.member', v_caller::text, true);
+    PERFORM set_config('app.entry_tool', left(p_tool, 64), true);
     RETURN v_role;
 END $$;
 
