@@ -50,6 +50,7 @@ from .common import header, load
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
     "redaction", "fleet", "million", "partitions", "httppath", "peer", "retrieval", "vectors",
+    "lambdasearch",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -168,6 +169,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .sealed_vectors import vectors_figures
 
         vectors_figures()
+    elif name == "lambdasearch":  # search in the Lambda layout at 1536 dimensions
+        from .lambda_search import lambda_search
+
+        lambda_search()
     elif name == "retrieval":  # recall@5 and MRR by meaning, keyword and fused (benchmarks/retrieval.py)
         from .retrieval import retrieval
 

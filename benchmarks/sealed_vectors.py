@@ -46,13 +46,19 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def _seed(
-    owner_url: str, deks: dict[str, bytes], sizes: dict[str, int], rng: np.random.Generator
+    owner_url: str,
+    deks: dict[str, bytes],
+    sizes: dict[str, int],
+    rng: np.random.Generator,
+    *,
+    dims: int = DIMS,
+    model: str = MODEL,
 ) -> dict[str, Any]:
     from pgvector.psycopg import register_vector
 
     from sessionvault.service import vector_index
 
-    topics = _unit(rng.standard_normal((2_000, DIMS)))
+    topics = _unit(rng.standard_normal((2_000, dims)))
     now, stored = datetime.now(UTC), {}
     seq = 0
     with psycopg.connect(owner_url) as conn:
@@ -65,7 +71,7 @@ def _seed(
             conn.execute(f'DROP INDEX "{name}"')
         for user_id, n in sizes.items():
             chosen = topics[rng.integers(0, len(topics), size=n)]
-            vectors = _unit(chosen + 0.9 * _unit(rng.standard_normal((n, DIMS)))).astype(np.float32)
+            vectors = _unit(chosen + 0.9 * _unit(rng.standard_normal((n, dims)))).astype(np.float32)
             ids = [uuid.uuid4() for _ in range(n)]
             stored[user_id] = (ids, vectors)
             with conn.cursor().copy(
@@ -88,9 +94,9 @@ def _seed(
                 copy.set_types([*types, "timestamptz", "timestamptz"])
                 for i, sid in enumerate(ids):
                     seq += 1
-                    sealed = vector_index.seal_vector(deks[user_id], user_id, f"{sid}:1", MODEL, vectors[i])
+                    sealed = vector_index.seal_vector(deks[user_id], user_id, f"{sid}:1", model, vectors[i])
                     row = (sid, uuid.UUID(user_id), f"s-{i}", "github.com/a/b", "", "bench", 1)
-                    copy.write_row((*row, vectors[i], sealed, seq, MODEL, now, now))
+                    copy.write_row((*row, vectors[i], sealed, seq, model, now, now))
             with conn.cursor().copy(
                 "COPY session_versions (session_id, user_id, version, nonce, ciphertext, client, saved_at)"
                 " FROM STDIN (FORMAT BINARY)"
