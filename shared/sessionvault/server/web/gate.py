@@ -100,6 +100,17 @@ class Gate:
         body = signin(call.root, cookie.signin_csrf(self.secret, pre), error=error, notice=notice)
         await send_html(send, status, body, cookies)
 
+    async def posted(self, call: Call, send: Send, current: str, confirm: str) -> SignedIn | None:
+        """A form that changes something, asked first (`step=confirm` is logged as `confirm`: the
+        question changes nothing): the signed-in caller, whose CSRF token must be the form's
+        (raised otherwise); None when `required` answered for the caller (signed out)."""
+        if call.form.get("step", "") == "confirm":
+            call.log.tool = confirm
+        signed = await self.required(call, send, current)
+        if signed is not None and (refused := self.csrf_refused(call, signed)) is not None:
+            raise refused
+        return signed
+
     def csrf_refused(self, call: Call, signed: SignedIn) -> Refused | None:
         if cookie.csrf_ok(self.secret, signed.session, call.form.get("csrf", "")):
             return None

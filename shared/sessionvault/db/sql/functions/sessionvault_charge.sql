@@ -55,17 +55,9 @@ BEGIN
     scopes := p_scopes;
 
     PERFORM pg_advisory_xact_lock(hashtextextended(p_user_id::text || '/' || p_budget, 7));
-    SELECT
-        coalesce(sum(c.hits) FILTER (WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute'), 0),
-        coalesce(sum(c.hits) FILTER (WHERE c.span = 'day'), 0),
-        ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (
-            WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute')
-            + interval '1 minute' - v_now)),
-        ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (WHERE c.span = 'day') + interval '1 day' - v_now))
+    SELECT w.used_minute, w.used_day, w.minute_free, w.day_free
     INTO v_minute, v_day, v_minute_free, v_day_free
-    FROM rate_counters c
-    WHERE c.user_id = p_user_id AND c.budget = p_budget
-      AND c.slot > v_now - interval '1 day';
+    FROM sessionvault_rate_window(p_user_id, p_budget, v_now) w;
 
     IF p_per_day > 0 AND v_day >= p_per_day THEN
         status := 'rate_limited';

@@ -36,16 +36,9 @@ BEGIN
     PERFORM set_config('app.user_id', sessionvault_mint_proof(p_space), true);
     IF p_per_minute > 0 OR p_per_day > 0 THEN
         PERFORM pg_advisory_xact_lock(hashtextextended(p_space::text || '/tool', 7));
-        SELECT
-            coalesce(sum(c.hits) FILTER (WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute'), 0),
-            coalesce(sum(c.hits) FILTER (WHERE c.span = 'day'), 0),
-            ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (
-                WHERE c.span = 'minute' AND c.slot > v_now - interval '1 minute')
-                + interval '1 minute' - v_now)),
-            ceil(EXTRACT(EPOCH FROM min(c.slot) FILTER (WHERE c.span = 'day') + interval '1 day' - v_now))
+        SELECT w.used_minute, w.used_day, w.minute_free, w.day_free
         INTO v_minute, v_day, v_minute_free, v_day_free
-        FROM public.rate_counters c
-        WHERE c.user_id = p_space AND c.budget = 'tool' AND c.slot > v_now - interval '1 day';
+        FROM public.sessionvault_rate_window(p_space, 'tool', v_now) w;
         IF p_per_day > 0 AND v_day >= p_per_day THEN
             RAISE EXCEPTION 'the workspace''s day budget is used up'
                 USING ERRCODE = 'SV429', DETAIL = format('day:%s:%s', p_per_day, greatest(1, v_day_free));

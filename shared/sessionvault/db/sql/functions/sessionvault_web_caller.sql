@@ -1,6 +1,6 @@
 -- The person whose live key hashes to p_key_hash, the key's scopes, and their role in the
 -- workspace named p_workspace (NULL: not a member, or no such workspace; the same answer).
--- Internal: no login role may call it.
+-- Internal: no login role may call it (the web view's definer functions do).
 CREATE OR REPLACE FUNCTION sessionvault_web_caller(p_key_hash bytea, p_workspace text,
                                         OUT caller uuid, OUT scopes text[], OUT space uuid, OUT role text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -20,3 +20,4 @@ END $$;
 
 ALTER FUNCTION sessionvault_web_caller(bytea,text) OWNER TO sessionvault_web_spaces;
 REVOKE ALL ON FUNCTION sessionvault_web_caller(bytea,text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sessionvault_web_caller(bytea,text) TO sessionvault_web;

@@ -15,9 +15,7 @@ DECLARE
     v_user uuid;
     v_scopes text[];
 BEGIN
-    SELECT ak.user_id, ak.scopes INTO v_user, v_scopes
-    FROM public.api_keys ak JOIN public.users u ON u.id = ak.user_id
-    WHERE ak.key_hash = p_key_hash AND ak.revoked_at IS NULL AND u.disabled_at IS NULL;
+    SELECT c.caller, c.scopes INTO v_user, v_scopes FROM public.sessionvault_web_caller(p_key_hash, NULL) c;
     IF v_user IS NULL THEN
         RETURN 'unknown_key';
     END IF;

@@ -39,13 +39,9 @@ async def keys_page(gate: Gate, call: Call, send: Send) -> None:
 
 async def revoke(gate: Gate, call: Call, send: Send) -> None:
     step = call.form.get("step", "")
-    if step == "confirm":
-        call.log.tool = "web/keys.confirm"  # showing the question changes nothing
-    signed = await gate.required(call, send, "keys")
+    signed = await gate.posted(call, send, "keys", "web/keys.confirm")
     if signed is None:
         return
-    if (refused := gate.csrf_refused(call, signed)) is not None:
-        raise refused
     if REVOKE_SCOPE not in signed.who.scopes:
         raise _scope(signed.who.scopes)
     key_id = params.key_id(call.form.get("key", ""))
@@ -72,13 +68,9 @@ async def revoke(gate: Gate, call: Call, send: Send) -> None:
 
 async def create(gate: Gate, call: Call, send: Send) -> None:
     step = call.form.get("step", "")
-    if step == "confirm":
-        call.log.tool = "web/keys.create.confirm"  # showing the question changes nothing
-    signed = await gate.required(call, send, "keys")
+    signed = await gate.posted(call, send, "keys", "web/keys.create.confirm")
     if signed is None:
         return
-    if (refused := gate.csrf_refused(call, signed)) is not None:
-        raise refused
     have = signed.who.scopes
     if REVOKE_SCOPE not in have:
         raise _scope(have, "creating a key")

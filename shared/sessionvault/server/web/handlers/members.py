@@ -49,13 +49,9 @@ async def members_page(gate: Gate, call: Call, send: Send) -> None:
 
 async def change(gate: Gate, call: Call, send: Send) -> None:
     step = call.form.get("step", "")
-    if step == "confirm":
-        call.log.tool = "web/members.confirm"  # showing the question changes nothing
-    signed = await gate.required(call, send, "sessions")
+    signed = await gate.posted(call, send, "sessions", "web/members.confirm")
     if signed is None:
         return
-    if (refused := gate.csrf_refused(call, signed)) is not None:
-        raise refused
     form = call.form
     workspace = workspace_named(form)
     action, person, role = form.get("action", ""), form.get("person", "").strip(), form.get("role", "")
