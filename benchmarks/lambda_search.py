@@ -10,7 +10,9 @@ network: a hash of the text seeds each vector). One user's space is seeded with 
 vectors are sealed as a save seals them (benchmarks/sealed_vectors.py's COPY) and compacted into
 segments; then, in each of a few fresh execution environments: the init, the first
 `search_sessions` (a cold container: the key unwrapped through KMS, numpy imported, every segment
-fetched and opened), five more (warm), and the process's peak memory (VmHWM). Times in ms."""
+fetched and opened), five more (warm), and the process's peak memory (VmHWM); and, under
+SnapStart (the init and the before-snapshot hook, then a restored copy), the first search of a
+restored container. Times in ms."""
 
 from __future__ import annotations
 
@@ -171,4 +173,18 @@ def _measure(
         f" {statistics.median(rows['cold']):.0f} (max {max(rows['cold']):.0f}), warm search"
         f" {statistics.median(rows['warm']):.0f} (max {max(rows['warm']):.0f}); peak memory"
         f" {statistics.median(rows['peak']):.0f} MB (of a 1,024 MB function)"
+    )
+    snap = {**env, "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+    restored: list[float] = []
+    for _ in range(RUNS):  # SnapStart: init and the before-snapshot hook, then a restored copy's first search
+        with h.Environment(layout, snap) as environment:
+            environment.wait_snapshot()
+            environment.restore()
+            t = time.monotonic()
+            answer = environment.invoke(h.http_event(search, key=key))
+            restored.append((time.monotonic() - t) * 1000)
+            assert answer["statusCode"] == 200, answer
+    print(
+        f"   {n:>7,} sessions, SnapStart: a restored container's first search"
+        f" {statistics.median(restored):.0f} (max {max(restored):.0f})"
     )

@@ -9,7 +9,8 @@ With SnapStart (template parameter SnapStart=On) Lambda runs this init once per 
 version, snapshots it, and resumes every new environment from that one snapshot. No database
 connection may be in it: the hooks below close the pool before the snapshot (and load the KMS
 client's code, not a client, so the first request after a restore does not import boto3) and
-give each restored copy a fresh pool (docs/snapstart.md). Without SnapStart they never run.
+give each restored copy a fresh pool (docs/snapstart.md); the embedding provider's code and numpy
+are loaded into the snapshot too. Without SnapStart they never run.
 
 uvicorn ships in the dependencies layer (the MCP SDK depends on it) but never runs here, and
 sse-starlette, which the SDK's Streamable HTTP module imports, hooks uvicorn's exit handler
@@ -39,9 +40,14 @@ handler = Mangum(SessionVaultApp(RUNTIME), lifespan="off")
 
 def before_snapshot() -> None:
     RUNTIME.db.close()
-    prime = getattr(RUNTIME.keys.provider, "prime", None)  # KmsKeyProvider: boto3's code, no client
-    if prime is not None:
-        prime()
+    # Code a restored container's first calls would import, loaded into the snapshot (no client,
+    # no credential): the KMS client's, the embedding provider's (OpenAI's SDK), and numpy, which
+    # a search's scoring of the sealed vectors imports.
+    for part in (RUNTIME.keys.provider, RUNTIME.vault.embedder):
+        prime = getattr(part, "prime", None)
+        if prime is not None:
+            prime()
+    import numpy  # noqa: F401
 
 
 if snapshot_restore_py is not None:

@@ -40,6 +40,13 @@ class OpenAIEmbedder:
         self._timeout = timeout_s
         self._client: Any = None
 
+    @staticmethod
+    def prime() -> None:
+        """Load the client's code, not a client: for a SnapStart before-snapshot hook, so that a
+        restored container's first search skips the SDK's import (~0.35 s in the Lambda layout:
+        BENCHMARKS.md, "In the Lambda layout")."""
+        import openai.resources.embeddings  # noqa: F401
+
     def embed(self, text: str) -> list[float] | None:
         try:
             if self._client is None:  # the client is heavy: create it on first use only
