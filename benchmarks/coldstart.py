@@ -135,6 +135,19 @@ def _ms(samples: list[float]) -> str:
     return f"{statistics.median(samples):6.0f} (min {min(samples):4.0f})"
 
 
+def lambda_tools(h: Any) -> tuple[str, str, Any] | None:
+    """The python3.12, the SAM CLI and the runtime (awslambdaric) the Lambda layout needs, or None
+    (said why) where one is missing: moto's server too, which stands in for Secrets Manager and KMS."""
+    try:
+        python = h.find_python(h.runtime_of(h.load_template(h.TEMPLATE)))
+        sam = h.find_sam()
+        __import__("moto.server")
+        return python, sam, h.install_runtime(python, ROOT / ".venv" / "lambda-runtime")
+    except (h.Missing, ImportError) as exc:
+        print(f"   skipped: {exc}")
+        return None
+
+
 def handler_imports(runs: int = 5) -> None:
     from tests.lambda_runtime import harness as h
 
@@ -143,14 +156,10 @@ def handler_imports(runs: int = 5) -> None:
         COMMAND,
         f"median of {runs} fresh runtime processes per variant, interleaved; ms",
     )
-    try:
-        python = h.find_python(h.runtime_of(h.load_template(h.TEMPLATE)))
-        sam = h.find_sam()
-        __import__("moto.server")
-        runtime = h.install_runtime(python, ROOT / ".venv" / "lambda-runtime")
-    except (h.Missing, ImportError) as exc:
-        print(f"   skipped: {exc}")
+    tools = lambda_tools(h)
+    if tools is None:
         return
+    python, sam, runtime = tools
     root = Path(tempfile.mkdtemp(prefix="sv-coldstart-build-"))
     try:
         started = time.monotonic()

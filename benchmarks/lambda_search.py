@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import ROOT, section
+from .common import section
 
 DIMS = 1536
 MODEL = "openai:text-embedding-3-small"
@@ -92,14 +92,10 @@ def lambda_search() -> None:
         f"{RUNS} fresh execution environments per space;",
         f"the first search_sessions (cold), then {WARM} (warm)",
     )
-    try:
-        python = h.find_python(h.runtime_of(h.load_template(h.TEMPLATE)))
-        sam = h.find_sam()
-        __import__("moto.server")
-        runtime = h.install_runtime(python, ROOT / ".venv" / "lambda-runtime")
-    except (h.Missing, ImportError) as exc:
-        print(f"   skipped: {exc}")
+    tools = coldstart.lambda_tools(h)
+    if tools is None:
         return
+    python, sam, runtime = tools
     root = Path(tempfile.mkdtemp(prefix="sv-lambdasearch-"))
     embeddings = FakeEmbeddings()
     try:
