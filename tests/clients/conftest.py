@@ -89,6 +89,12 @@ class Env:
     extra: dict[str, str] = field(default_factory=dict)
     last_output: str = ""
 
+    @property
+    def tmp(self) -> Path:
+        folder = self.home / "tmp"
+        folder.mkdir(exist_ok=True)
+        return folder
+
     def env(self, key: str | None, **more: str) -> dict[str, str]:
         node_dir = Path(shutil.which("node") or "/usr/bin/node").parent
         env = {
@@ -100,6 +106,9 @@ class Env:
             "CI": "1",
             "GIT_CONFIG_NOSYSTEM": "1",
             "XDG_CONFIG_HOME": str(self.home / ".config"),
+            # What a CLI unpacks or leaves in the temporary folder (native modules, error
+            # reports) goes with this test's folder, not into the machine's /tmp.
+            "TMPDIR": str(self.tmp),
             **self.extra,
             **more,
         }
