@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import platform
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -79,3 +80,4 @@ def retrieval() -> None:
     finally:
         rt.close()
         embedded.release(home, stop_if_last=True)
+        shutil.rmtree(home, ignore_errors=True)

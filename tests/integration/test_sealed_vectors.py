@@ -210,7 +210,7 @@ def test_the_compact_task_folds_changes_and_drops_a_deleted_sessions_vector(runt
 
 
 def test_a_search_that_finds_a_large_delta_compacts_it_first(runtime, hashed, pg, monkeypatch):
-    monkeypatch.setattr(vector_index, "DELTA_MAX", 3)
+    monkeypatch.setattr(vector_index, "DELTA_MIN", 3)
     who = make_user(runtime)
     for i in range(5):
         save(hashed, who.principal, f"d{i}", f"delta row {i}")

@@ -6,8 +6,11 @@ the sealing is `core.crypto`'s, the rows are `db.vectors`'.
 
 A vector is stored unit-length as little-endian float16 (768 bytes at 384 dimensions): a
 cosine from float16 differs from float32's by under 1e-3, so the ranking needs no second,
-exact pass. A segment is a length-prefixed JSON header (row count, dimensions, and per row the
-session id, its head version and its repo) followed by the rows' float16 matrix.
+exact pass. A large space is searched in two passes: the rows' sign bits first (`apart`:
+48 bytes a row at 384 dimensions, compared by popcount), then the exact cosine of the rows
+whose signs agree most with the query's. A segment is a length-prefixed JSON header (row
+count, dimensions, and per row the session id, its head version and its repo) followed by the
+rows' float16 matrix.
 
 Writing one (a save) needs no numpy (`struct`'s half floats): a Lambda's init and its saves
 never import it; reading them (a search, a compaction) imports it on first use."""
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix = npt.NDArray[np.float32]
+    Signs = npt.NDArray[np.uint64]
 
 
 def encode(vector: Sequence[float]) -> bytes:
@@ -60,10 +64,12 @@ class Segment:
     repos: npt.NDArray[np.str_]
     matrix: Matrix  # float32, one unit-length row per head
     row_of: dict[str, int] = field(default_factory=dict)
+    signs: Signs | None = None  # the rows' sign bits (`signs`), made when the segment is opened
 
     @property
     def nbytes(self) -> int:
-        return int(self.matrix.nbytes) + int(self.repos.nbytes) + 200 * len(self.ids)  # ids, the map
+        held = self.matrix.nbytes + self.repos.nbytes + (0 if self.signs is None else self.signs.nbytes)
+        return int(held) + 200 * len(self.ids)  # ids, the map
 
 
 def pack(ids: Sequence[str], versions: Sequence[int], repos: Sequence[str], rows: Sequence[bytes]) -> bytes:
@@ -84,4 +90,28 @@ def unpack(blob: bytes) -> Segment:
     matrix = matrix.reshape(header["rows"], header["dims"]) if header["rows"] else matrix.reshape(0, 0)
     ids = tuple(header["ids"])
     repos = np.array(header["repos"], dtype=np.str_)
-    return Segment(ids, tuple(header["versions"]), repos, matrix, {i: n for n, i in enumerate(ids)})
+    row_of = {i: n for n, i in enumerate(ids)}
+    return Segment(ids, tuple(header["versions"]), repos, matrix, row_of, signs(matrix))
+
+
+def signs(matrix: Matrix) -> Signs:
+    """Each row's signs as bits (1: positive), 64 to a word: a row of 384 dimensions in 6 words."""
+    import numpy as np
+
+    bits = np.packbits(matrix > 0, axis=-1)
+    if bits.shape[-1] % 8:  # whole words: the padding bits are 0 in every row and the query
+        bits = np.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, 8 - bits.shape[-1] % 8)])
+    out: Signs = np.ascontiguousarray(bits).view(np.uint64)
+    return out
+
+
+def apart(rows: Signs, query: Signs) -> npt.NDArray[np.uint16]:
+    """How many sign bits each row has unlike the query's: the first pass of a search over many
+    rows. Two unit vectors' cosine falls as their sign bits differ (random hyperplanes: the
+    share of differing bits estimates their angle over pi), so the rows closest by cosine are
+    among the closest by this count once enough of those are kept (the recall measured in
+    BENCHMARKS.md, "Sealed vectors")."""
+    import numpy as np
+
+    out: npt.NDArray[np.uint16] = np.bitwise_count(rows ^ query).sum(axis=-1, dtype=np.uint16)
+    return out

@@ -65,38 +65,45 @@ def nearest(
 # BM25 without length normalisation (b = 0: sessions are alike in kind, and the length would be
 # one more column to keep): per matched term, idf * tf * (k1 + 1) / (tf + k1), k1 = 1.2. The
 # space's size is its usage row's session count (no scan), never below a term's frequency.
+# Each term's idf is computed once (float8, not numeric), the sessions are ranked and cut to
+# the limit before their head versions are joined, and every CTE is materialized: a CTE the
+# planner inlines is evaluated again for each scored session (measured: 13 ms at 300 sessions,
+# 272 of them matching a word; 2.5 ms this way).
 _MATCHING = """
     WITH q AS (SELECT DISTINCT unnest(%(tokens)s::bytea[]) AS token),
-    df AS (
-        SELECT t.token, count(*) AS n FROM session_terms t JOIN q USING (token)
-        WHERE t.user_id = %(user_id)s GROUP BY t.token
+    total AS MATERIALIZED (
+        SELECT coalesce((SELECT sessions FROM user_usage WHERE user_id = %(user_id)s), 1)::float8 AS n
     ),
-    total AS (
-        SELECT coalesce((SELECT sessions FROM user_usage WHERE user_id = %(user_id)s), 1) AS n
+    df AS MATERIALIZED (
+        SELECT q.token, count(t.token)::float8 AS n
+        FROM q LEFT JOIN session_terms t ON t.token = q.token AND t.user_id = %(user_id)s
+        GROUP BY q.token
     ),
-    scored AS (
-        SELECT t.session_id,
-               sum(ln(1 + (greatest(total.n, df.n) - df.n + 0.5) / (df.n + 0.5))
-                   * t.tf * 2.2 / (t.tf + 1.2)) AS keyword_score
-        FROM session_terms t JOIN df USING (token) CROSS JOIN total
-        WHERE t.user_id = %(user_id)s
-        GROUP BY t.session_id
+    idf AS MATERIALIZED (
+        SELECT df.token, df.n, ln(1 + (greatest(total.n, df.n) - df.n + 0.5) / (df.n + 0.5)) AS w
+        FROM df CROSS JOIN total
     ),
     -- What a session holding every query term once would score (a term the space lacks
     -- counts at its highest idf): a hit's share of it says how much of the query it names.
-    whole AS (
-        SELECT sum(ln(1 + (greatest(total.n, coalesce(df.n, 0)) - coalesce(df.n, 0) + 0.5)
-                      / (coalesce(df.n, 0) + 0.5))) AS score
-        FROM q LEFT JOIN df USING (token) CROSS JOIN total
+    whole AS MATERIALIZED (SELECT sum(w) AS score FROM idf),
+    scored AS MATERIALIZED (
+        SELECT t.session_id, sum(idf.w * t.tf * 2.2 / (t.tf + 1.2)) AS keyword_score
+        FROM session_terms t JOIN idf USING (token)
+        WHERE t.user_id = %(user_id)s AND idf.n > 0
+        GROUP BY t.session_id
+    ),
+    best AS MATERIALIZED (
+        SELECT sc.session_id, sc.keyword_score, s.name, s.repo, s.version, s.updated_at
+        FROM scored sc JOIN sessions s ON s.id = sc.session_id
+        WHERE (%(repo)s = '' OR s.repo = %(repo)s)
+        ORDER BY sc.keyword_score DESC, s.updated_at DESC
+        LIMIT %(limit)s
     )
-    SELECT s.id::text, s.name, s.repo, s.version, v.saved_at, v.seal_id, v.nonce, v.ciphertext,
-           sc.keyword_score, least(1, sc.keyword_score / whole.score) AS keyword_cover
-    FROM scored sc CROSS JOIN whole
-    JOIN sessions s ON s.id = sc.session_id
-    JOIN session_versions v ON v.session_id = s.id AND v.version = s.version
-    WHERE (%(repo)s = '' OR s.repo = %(repo)s)
-    ORDER BY sc.keyword_score DESC, s.updated_at DESC
-    LIMIT %(limit)s
+    SELECT b.session_id::text AS id, b.name, b.repo, b.version, v.saved_at, v.seal_id, v.nonce,
+           v.ciphertext, b.keyword_score, least(1, b.keyword_score / whole.score) AS keyword_cover
+    FROM best b CROSS JOIN whole
+    JOIN session_versions v ON v.session_id = b.session_id AND v.version = b.version
+    ORDER BY b.keyword_score DESC, b.updated_at DESC
     """
 
 

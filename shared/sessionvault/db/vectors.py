@@ -22,7 +22,7 @@ _THROUGH = (
 # The space's segments of the model, with the ciphertext of those this process has not opened
 # (one statement: the listing and the opening read the same rows).
 _SEGMENTS = """
-SELECT id::text, through_seq,
+SELECT id::text, through_seq, rows,
        CASE WHEN id = ANY(%(cached)s::uuid[]) THEN NULL ELSE nonce END AS nonce,
        CASE WHEN id = ANY(%(cached)s::uuid[]) THEN NULL ELSE ciphertext END AS ciphertext
 FROM vector_segments WHERE user_id = %(user_id)s AND model = %(model)s

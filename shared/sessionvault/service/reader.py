@@ -4,6 +4,7 @@ search the saved ones, by meaning and by keyword, fused into one ranking."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -11,7 +12,7 @@ from sessionvault.core import framing, vectors
 from sessionvault.core.apikeys import scope_hint
 from sessionvault.core.budget import fit, pack
 from sessionvault.core.checkpoints import is_automatic
-from sessionvault.core.embedding.providers import Embedder
+from sessionvault.core.embedding.providers import Embedder, NoEmbedder
 from sessionvault.core.keys import DekCache
 from sessionvault.core.records import RECORD_FIELDS, LoadArgs, SearchArgs
 from sessionvault.core.repos import canonical_repo
@@ -24,6 +25,7 @@ from sessionvault.service.principal import Principal
 from sessionvault.service.spaces import Space, Spaces
 
 RELATED_LIMIT = 5
+EMBED_THREADS = 8  # queries embedded at once (each waits on a model run or on the provider)
 # What the tool's text block adds around a result that quotes saved notes (framing.frame_json):
 # a budget (max_tokens) covers what the model receives, this included.
 FRAME_CHARS = framing.overhead()
@@ -41,6 +43,9 @@ class Reader:
         self.spaces = spaces
         self.redact = redact
         self.segments = vector_index.SegmentCache()  # this process's opened vector segments
+        # Where a search's query is embedded while its first flight runs (threads start on use:
+        # nothing at a Lambda's init; one request at a time there, a few on a local server).
+        self._embedding = ThreadPoolExecutor(max_workers=EMBED_THREADS, thread_name_prefix="embed")
 
     def dek(self, space: Space) -> bytes:
         return self.keys.unwrap(space.id, space.wrapped)
@@ -145,12 +150,13 @@ class Reader:
     ) -> tuple[list[dict[str, Any]], vector_index.Scored]:
         """The heads closest to `vector`, best first, each with its cosine distance, and every
         head's score: the sealed vectors scored in memory, then the heads fetched (a second
-        flight). A delta grown past DELTA_MAX is folded into new segments first."""
+        flight). A delta grown past its bound (vector_index.overgrown) is folded into new segments
+        after the scoring, for the next search."""
         model = self.embedder.model
         scored = vector_index.score(
             self.segments, dek, at.space, model, flight, vector, repo=repo, exclude=exclude, depth=2 * depth
         )
-        if len(flight.delta) > vector_index.DELTA_MAX:
+        if vector_index.overgrown(flight):
             vector_index.compact(self.db, at, dek, model)
         best = [i for i, _ in scored.best]
         rows = {r["id"]: r for r in search.heads(self.db, at, best)} if best else {}
@@ -204,19 +210,22 @@ class Reader:
             from sessionvault.core.redact import scrub_text
 
             query = scrub_text(query)[0]
-        vector = self.embedder.embed(query)
         dek = self.dek(space)
         tokens = sealing.query_tokens(dek, space.id, query)
+        model = "" if self.embedder.model == NoEmbedder.model else self.embedder.model
+        # The query's embedding (a model run here, an HTTP call on AWS) and the first flight
+        # overlap: the flight needs the query's words, not its vector.
+        embedding = self._embedding.submit(self.embedder.embed, query) if model else None
+        with self.spaces.entered(who, space, "read", "search_sessions") as at:
+            flight = self._find(at, search.Query(tokens, model, repo=repo, limit=depth))
+            vector = embedding.result() if embedding else None
+            by_meaning, scored = (
+                self._by_meaning(at, dek, flight, vector, depth, repo=repo) if vector else ([], None)
+            )
         if vector is None and not tokens:
             raise ProviderUnavailable(
                 "semantic search is unavailable: no embedding provider answered, and the query has"
                 " no word to match; list_sessions and load_session still work"
-            )
-        model = self.embedder.model if vector is not None else ""
-        with self.spaces.entered(who, space, "read", "search_sessions") as at:
-            flight = self._find(at, search.Query(tokens, model, repo=repo, limit=depth))
-            by_meaning, scored = (
-                self._by_meaning(at, dek, flight, vector, depth, repo=repo) if vector else ([], None)
             )
         by_keyword = [{**h, "distance": _distance(scored, h["id"])} for h in flight.by_keyword]
         return Rankings(by_meaning, by_keyword, vector is not None)

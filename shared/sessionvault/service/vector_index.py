@@ -25,7 +25,20 @@ if TYPE_CHECKING:  # numpy is imported by the first search, not by a Lambda's in
     import numpy.typing as npt
 
 SEGMENT_ROWS = 4096  # heads a segment holds: 3 MB at 384 dimensions, 12 MB at 1536
-DELTA_MAX = 2048  # past this many changed heads, the search that sees them compacts first
+# A search that finds more changed heads than max(DELTA_MIN, an eighth of the heads its
+# segments hold) compacts the space after answering: each search opens every delta row (a
+# sealed vector each: ~10 us and ~1 KB of the flight), while a compaction reads the whole
+# space, so the delta may grow with the space (the compactions' cost stays linear in the
+# changes). The maintenance task folds smaller deltas.
+DELTA_MIN = 64
+DELTA_SHARE = 8
+# Up to EXACT_ROWS heads (~4 ms at 10,000 on one core), a search scores every row; past it, a
+# first pass over the rows' sign bits keeps max(SHORTLIST_MIN, a SHORTLIST_SHARE-th of them),
+# and the delta, for the exact cosine (the float32 product over every row is memory-bound:
+# ~12 ms at 100,000 heads here; the first pass reads 1/32 of the bytes).
+EXACT_ROWS = 20_000
+SHORTLIST_MIN = 1_000
+SHORTLIST_SHARE = 50
 CACHE_BYTES = 256 * 1024 * 1024  # opened segments a process keeps (float32 in memory)
 
 
@@ -77,21 +90,38 @@ class SegmentCache:
 
 
 @dataclass(frozen=True)
+class Part:
+    """Rows one search scores: a segment's, or the delta's (opened by the search), with which of
+    them may be found (not superseded by the delta, not the excluded session, in the repo asked)."""
+
+    ids: tuple[str, ...]
+    row_of: dict[str, int]
+    matrix: vectors.Matrix
+    live: npt.NDArray[np.bool_]
+    signs: vectors.Signs | None  # a segment's sign bits; None: the delta, always scored exactly
+
+
+@dataclass(frozen=True)
 class Scored:
-    """The heads closest in meaning (best first: id, cosine), and every scored head's cosine
-    on demand (a keyword hit says how close in meaning it is too)."""
+    """The heads closest in meaning (best first: id, cosine), and any live head's cosine on
+    demand (a keyword hit says how close in meaning it is too)."""
 
     best: list[tuple[str, float]]
-    parts: list[tuple[dict[str, int], npt.NDArray[np.float32]]]  # (row of each id, its cosines)
+    parts: list[Part]
+    query: vectors.Matrix
 
     def cosine(self, session_id: str) -> float | None:
-        import numpy as np
-
-        for row_of, scores in self.parts:
-            row = row_of.get(session_id)
-            if row is not None and np.isfinite(scores[row]):
-                return float(scores[row])
+        for part in self.parts:
+            row = part.row_of.get(session_id)
+            if row is not None and part.live[row]:
+                return float(part.matrix[row] @ self.query)
         return None
+
+
+def overgrown(found: Found) -> bool:
+    """Whether the delta a search read is worth a compaction (DELTA_MIN, DELTA_SHARE)."""
+    held = sum(int(s["rows"]) for s in found.segments)
+    return len(found.delta) > max(DELTA_MIN, held // DELTA_SHARE)
 
 
 def stale(found: Found, since: int | None) -> bool:
@@ -149,37 +179,75 @@ def score(
         opened = crypto.unseal(dek, bytes(blob["nonce"]), bytes(blob["ciphertext"]), aad)
         cache.put(space_id, model, blob["id"], vectors.unpack(opened))
     changed = {row["id"]: row for row in found.delta}
-    parts: list[tuple[dict[str, int], npt.NDArray[np.float32]]] = []
-    names: list[tuple[str, ...]] = []
+    parts: list[Part] = []
     for listed in found.segments:
         segment = cache.get(space_id, model, listed["id"])
         if segment is None or not segment.ids:
             continue
-        scores = segment.matrix @ q  # every row at once; the ones not to be found set to -inf
+        live = np.ones(len(segment.ids), dtype=np.bool_)
         for session_id in (*changed, exclude):
             row = segment.row_of.get(session_id)
             if row is not None:
-                scores[row] = -np.inf
+                live[row] = False
         if repo:
-            scores[segment.repos != repo] = -np.inf
-        parts.append((segment.row_of, scores))
-        names.append(segment.ids)
+            live &= segment.repos == repo
+        parts.append(Part(segment.ids, segment.row_of, segment.matrix, live, segment.signs))
     fresh = [(row["id"], open_vector(dek, space_id, model, row)) for row in changed.values()]
     kept = [
         (i, v) for (i, v), row in zip(fresh, changed.values(), strict=True)
         if v is not None and i != exclude and (not repo or row["repo"] == repo)
     ]  # fmt: skip
     if kept:
-        parts.append(({i: n for n, (i, _) in enumerate(kept)}, np.stack([v for _, v in kept]) @ q))
-        names.append(tuple(i for i, _ in kept))
-    if not parts:
-        return Scored([], [])
-    every = np.concatenate([scores for _, scores in parts])
-    ids = [i for part in names for i in part]
-    wanted = min(depth, int(np.isfinite(every).sum()))
+        ids = tuple(i for i, _ in kept)
+        matrix = np.stack([v for _, v in kept])
+        parts.append(Part(ids, {i: n for n, i in enumerate(ids)}, matrix, np.ones(len(ids), np.bool_), None))
+    names, every = _cosines(parts, q)
+    wanted = min(depth, len(every))
     top = np.argpartition(-every, wanted - 1)[:wanted] if wanted else np.array([], dtype=int)
     top = top[np.argsort(-every[top], kind="stable")]
-    return Scored([(ids[i], float(every[i])) for i in top], parts)
+    return Scored([(names[i], float(every[i])) for i in top], parts, q)
+
+
+def _cosines(parts: list[Part], q: vectors.Matrix) -> tuple[list[str], vectors.Matrix]:
+    """The live rows' cosines with `q`: every row of a space of up to EXACT_ROWS heads; past
+    that, those of the shortlist (`_shortlist`), which holds the best rows (recall: BENCHMARKS.md)."""
+    import numpy as np
+
+    held = sum(len(p.ids) for p in parts)
+    fresh = sum(len(p.ids) for p in parts if p.signs is None)
+    wanted = max(SHORTLIST_MIN, held // SHORTLIST_SHARE) + fresh
+    shortlist = _shortlist(parts, q, wanted) if held > EXACT_ROWS and wanted < held else None
+    names: list[str] = []
+    scores: list[vectors.Matrix] = []
+    for k, p in enumerate(parts):
+        if shortlist is None:  # the whole product, then the live rows: no copy of the matrix
+            rows = np.flatnonzero(p.live)
+            scores.append((p.matrix @ q)[rows])
+        else:
+            rows = shortlist[k]
+            scores.append(p.matrix[rows] @ q)
+        names += [p.ids[r] for r in rows]
+    return names, np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+
+
+def _shortlist(parts: list[Part], q: vectors.Matrix, wanted: int) -> list[npt.NDArray[np.intp]]:
+    """Per part, its live rows among the `wanted` rows of all parts whose sign bits differ least
+    from the query's (vectors.apart); the delta's rows are always among them."""
+    import numpy as np
+
+    query_signs = vectors.signs(q)
+    apart = []
+    for p in parts:  # 0: the delta's; 1 + the bits apart: a segment's; the most: not live
+        distances = (
+            np.zeros(len(p.ids), np.uint16) if p.signs is None else vectors.apart(p.signs, query_signs) + 1
+        )
+        distances[~p.live] = np.iinfo(np.uint16).max
+        apart.append(distances)
+    kept = np.sort(np.argpartition(np.concatenate(apart), wanted)[:wanted])
+    starts = np.cumsum([0] + [len(p.ids) for p in parts])
+    cut = np.searchsorted(kept, starts)
+    rows = [kept[cut[k] : cut[k + 1]] - starts[k] for k in range(len(parts))]
+    return [r[p.live[r]] for r, p in zip(rows, parts, strict=True)]
 
 
 def compact(db: Database, at: Tenant, dek: bytes, model: str) -> int:
