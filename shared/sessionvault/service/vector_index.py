@@ -201,14 +201,14 @@ def score(
         ids = tuple(i for i, _ in kept)
         matrix = np.stack([v for _, v in kept])
         parts.append(Part(ids, {i: n for n, i in enumerate(ids)}, matrix, np.ones(len(ids), np.bool_), None))
-    names, every = _cosines(parts, q)
+    names, every = cosines(parts, q)
     wanted = min(depth, len(every))
     top = np.argpartition(-every, wanted - 1)[:wanted] if wanted else np.array([], dtype=int)
     top = top[np.argsort(-every[top], kind="stable")]
     return Scored([(names[i], float(every[i])) for i in top], parts, q)
 
 
-def _cosines(parts: list[Part], q: vectors.Matrix) -> tuple[list[str], vectors.Matrix]:
+def cosines(parts: list[Part], q: vectors.Matrix) -> tuple[list[str], vectors.Matrix]:
     """The live rows' cosines with `q`: every row of a space of up to EXACT_ROWS heads; past
     that, those of the shortlist (`_shortlist`), which holds the best rows (recall: BENCHMARKS.md)."""
     import numpy as np

@@ -58,7 +58,7 @@ def test_past_the_exact_bound_the_sign_bits_shortlist_holds_the_exact_top_ten(mo
     for _ in range(40):  # a query near a stored head, as a paraphrase is near its session
         near = every[rng.integers(len(every))] + 0.3 * unit_rows(rng, 1)[0]
         q = near / np.linalg.norm(near)
-        got, cosines = vector_index._cosines(segments, q)
+        got, cosines = vector_index.cosines(segments, q)
         assert len(got) == vector_index.SHORTLIST_MIN  # the shortlist, not the 20,000 rows
         exact = {names[i] for i in np.argsort(-(every @ q))[:10]}
         recall.append(len(exact & {got[i] for i in np.argsort(-cosines)[:10]}) / 10)
@@ -72,7 +72,7 @@ def test_the_shortlist_always_keeps_the_delta_and_never_a_row_that_is_not_live(m
     segment = part(unit_rows(rng, 2_000), dead=tuple(range(0, 2_000, 2)))
     delta = part(-unit_rows(rng, 3), delta=True, name="d")  # far from anything
     q = segment.matrix[0]  # the best row is dead: superseded by a delta row
-    got, _ = vector_index._cosines([segment, delta], q)
+    got, _ = vector_index.cosines([segment, delta], q)
     assert {"d0", "d1", "d2"} <= set(got)
     assert "r0" not in got and all(int(i[1:]) % 2 for i in got if i.startswith("r"))
     assert len(got) == 50 + 3 - len([i for i in got if i.startswith("r") and int(i[1:]) % 2 == 0])
