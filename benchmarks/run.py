@@ -33,6 +33,8 @@ search it replaced, at 1k/10k/100k sessions) runs on an embedded PostgreSQL of i
 `retrieval` (benchmarks/retrieval.py: recall@5 and MRR of search by meaning, by keyword and fused, on
 a corpus of the standard library's and the dependencies' docstrings) runs on an embedded PostgreSQL of
 its own.
+`crowded` (benchmarks/crowded.py: a 50,000-session space's sealed search in a table of 100,000, then
+of 1,000,000 sessions) runs on an embedded PostgreSQL of its own.
 `shortlist` (benchmarks/shortlist.py: recall@10 of the sign-bit shortlist against the exact cosine on
 the local model's vectors of 20,000 docstrings) needs no database.
 `peer` (benchmarks/peer.py: mcp-memory-service 12.4.0 beside this server, same corpus and model, calls
@@ -52,7 +54,7 @@ from .common import header, load
 SECTIONS = (
     "coldstart", "roundtrips", "latency", "recall", "hook", "embed", "keepalive", "soak", "crowd", "blas",
     "redaction", "fleet", "million", "partitions", "httppath", "peer", "retrieval", "vectors",
-    "lambdasearch", "shortlist",
+    "lambdasearch", "shortlist", "crowded",
 )  # fmt: skip
 SEEDED = ("roundtrips", "latency", "recall")  # the sections that read the seeded database
 RUN_PREFIX = "bench-run-"  # users this run creates, removed at the end
@@ -171,6 +173,10 @@ def _section(name: str, ctx, seeded) -> None:
         from .sealed_vectors import vectors_figures
 
         vectors_figures()
+    elif name == "crowded":  # one space's sealed search as the table grows to a million
+        from .crowded import crowded_figures
+
+        crowded_figures()
     elif name == "shortlist":  # the sign-bit shortlist's recall on real embeddings
         from .shortlist import shortlist_figures
 
