@@ -6,6 +6,7 @@ findable; each hit says why it matched."""
 from __future__ import annotations
 
 import hashlib
+import random
 
 import psycopg
 import pytest
@@ -105,3 +106,17 @@ def test_the_index_terms_task_gives_heads_saved_before_terms_theirs_once(runtime
     found = search(runtime, who.principal, "ERR_DISK_FULL")["results"]
     assert sorted(h["name"] for h in found) == ["old-a", "old-b"]
     assert maintenance.index_terms(maint_rt)["indexed"] == 0  # nothing left: idempotent
+
+
+def test_sessions_that_match_a_query_alike_come_newest_first(runtime):
+    who = make_user(runtime).principal
+    words = ["zorblat", "quexit", "mivrant", "plonker", "snazzle", "drobnik", "kwelp"]
+    picks = random.Random(3)
+    for i in range(40):  # sessions naming some of the words: each word weighs its own
+        summary = " ".join(picks.sample(words, 3))
+        runtime.vault.save(who, records.parse(records.SaveArgs, {"name": f"f{i}", "summary": summary}))
+    alike = " ".join(words)
+    for i in range(30):  # all of them, saved one after another: equal scores, to the last bit
+        runtime.vault.save(who, records.parse(records.SaveArgs, {"name": f"t{i}", "summary": alike}))
+    hits = search(runtime, who, alike, max_results=10)["results"]
+    assert [h["name"] for h in hits] == [f"t{i}" for i in range(29, 19, -1)]

@@ -65,7 +65,7 @@ def nearest(
 # BM25 without length normalisation (b = 0: sessions are alike in kind, and the length would be
 # one more column to keep): per matched term, idf * tf * (k1 + 1) / (tf + k1), k1 = 1.2. The
 # space's size is its usage row's session count (no scan), never below a term's frequency.
-# Each term's idf is computed once (float8, not numeric), the sessions are ranked and cut to
+# Each term's idf is computed once (in float8), the sessions are ranked and cut to
 # the limit before their head versions are joined, and every CTE is materialized: a CTE the
 # planner inlines is evaluated again for each scored session (measured: 13 ms at 300 sessions,
 # 272 of them matching a word; 2.5 ms this way).
@@ -85,9 +85,11 @@ _MATCHING = """
     ),
     -- What a session holding every query term once would score (a term the space lacks
     -- counts at its highest idf): a hit's share of it says how much of the query it names.
-    whole AS MATERIALIZED (SELECT sum(w) AS score FROM idf),
+    whole AS MATERIALIZED (SELECT sum(w::numeric) AS score FROM idf),
+    -- Each addend in numeric: a float8 sum depends on the order rows arrive in, and sessions
+    -- that match alike must tie exactly (the newest first, as the ORDER BY says).
     scored AS MATERIALIZED (
-        SELECT t.session_id, sum(idf.w * t.tf * 2.2 / (t.tf + 1.2)) AS keyword_score
+        SELECT t.session_id, sum((idf.w * t.tf * 2.2 / (t.tf + 1.2))::numeric) AS keyword_score
         FROM session_terms t JOIN idf USING (token)
         WHERE t.user_id = %(user_id)s AND idf.n > 0
         GROUP BY t.session_id

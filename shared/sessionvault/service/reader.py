@@ -213,6 +213,8 @@ class Reader:
         dek = self.dek(space)
         tokens = sealing.query_tokens(dek, space.id, query)
         model = "" if self.embedder.model == NoEmbedder.model else self.embedder.model
+        if not model and not tokens:
+            raise _unavailable()
         # The query's embedding (a model run here, an HTTP call on AWS) and the first flight
         # overlap: the flight needs the query's words, not its vector.
         embedding = self._embedding.submit(self.embedder.embed, query) if model else None
@@ -222,11 +224,8 @@ class Reader:
             by_meaning, scored = (
                 self._by_meaning(at, dek, flight, vector, depth, repo=repo) if vector else ([], None)
             )
-        if vector is None and not tokens:
-            raise ProviderUnavailable(
-                "semantic search is unavailable: no embedding provider answered, and the query has"
-                " no word to match; list_sessions and load_session still work"
-            )
+        if vector is None and not tokens:  # the provider failed, and no word is left to match
+            raise _unavailable()
         by_keyword = [{**h, "distance": _distance(scored, h["id"])} for h in flight.by_keyword]
         return Rankings(by_meaning, by_keyword, vector is not None)
 
@@ -236,6 +235,13 @@ class Rankings:
     by_meaning: list[dict[str, Any]]
     by_keyword: list[dict[str, Any]]
     had_vector: bool  # False: no embedding provider answered (keyword only)
+
+
+def _unavailable() -> ProviderUnavailable:
+    return ProviderUnavailable(
+        "semantic search is unavailable: no embedding provider answered, and the query has"
+        " no word to match; list_sessions and load_session still work"
+    )
 
 
 def _distance(scored: vector_index.Scored | None, session_id: str) -> float | None:

@@ -119,9 +119,13 @@ class Scored:
 
 
 def overgrown(found: Found) -> bool:
-    """Whether the delta a search read is worth a compaction (DELTA_MIN, DELTA_SHARE)."""
+    """Whether the delta a search read is worth a compaction (DELTA_MIN, DELTA_SHARE). Only its
+    sealed vectors count: a compaction folds those, not a head still holding a plaintext vector
+    (the seal task's), nor one without a vector of the model (a space of another model's
+    vectors would otherwise be compacted, to no effect, by every search)."""
     held = sum(int(s["rows"]) for s in found.segments)
-    return len(found.delta) > max(DELTA_MIN, held // DELTA_SHARE)
+    foldable = sum(1 for row in found.delta if row.get("sealed_vector") is not None)
+    return foldable > max(DELTA_MIN, held // DELTA_SHARE)
 
 
 def stale(found: Found, since: int | None) -> bool:

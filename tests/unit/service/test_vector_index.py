@@ -10,15 +10,22 @@ from sessionvault.db.search import Found
 from sessionvault.service import vector_index
 
 
-def found(delta: int, segment_rows: list[int]) -> Found:
+def found(delta: int, segment_rows: list[int], *, unfoldable: int = 0) -> Found:
     segments = [{"id": f"s{i}", "through_seq": 1, "rows": n} for i, n in enumerate(segment_rows)]
-    return Found([], segments, [], [{"id": f"d{i}"} for i in range(delta)])
+    sealed = [{"id": f"d{i}", "sealed_vector": b"v"} for i in range(delta)]
+    # heads a compaction cannot fold: a plaintext vector (the seal task's), or none of the model
+    others = [{"id": f"p{i}", "sealed_vector": None} for i in range(unfoldable)]
+    return Found([], segments, [], sealed + others)
 
 
 def test_a_small_space_is_compacted_once_its_delta_passes_the_minimum():
     assert not vector_index.overgrown(found(vector_index.DELTA_MIN, []))
     assert vector_index.overgrown(found(vector_index.DELTA_MIN + 1, []))
     assert vector_index.overgrown(found(300, [200]))  # a space saved in one go: folded at once
+
+
+def test_heads_a_compaction_cannot_fold_never_make_a_search_compact():
+    assert not vector_index.overgrown(found(0, [], unfoldable=5_000))
 
 
 def test_a_large_space_lets_its_delta_grow_with_it():
