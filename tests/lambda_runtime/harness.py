@@ -538,6 +538,8 @@ class Environment:
         self.layout = layout
         self.api = RuntimeApi()
         self.log_path = log or Path(tempfile.mkstemp(prefix=f"{layout.function}-", suffix=".log")[1])
+        self._own_log = log is None  # a log made here is read into memory and removed at close
+        self._closed_output: str | None = None
         bootstrap = layout.runtime.parent / f"bootstrap-{os.getpid()}-{id(self)}.py"
         bootstrap.write_text(BOOTSTRAP)
         self._bootstrap = bootstrap
@@ -560,6 +562,9 @@ class Environment:
         self._closed = False
 
     def output(self) -> str:
+        """What the runtime process printed (its log), during its life or after `close`."""
+        if self._closed_output is not None:
+            return self._closed_output
         self._log.flush()
         return self.log_path.read_text(errors="replace")
 
@@ -622,6 +627,9 @@ class Environment:
         self.api.close()
         self._log.close()
         self._bootstrap.unlink(missing_ok=True)
+        if self._own_log:
+            self._closed_output = self.log_path.read_text(errors="replace")
+            self.log_path.unlink(missing_ok=True)
 
     def __enter__(self) -> Environment:
         return self
