@@ -14,7 +14,6 @@ each after the table grew and was analysed. BENCH_CROWD_SIZE sets the larger tab
 
 from __future__ import annotations
 
-import base64
 import os
 import shutil
 import tempfile
@@ -28,7 +27,7 @@ import numpy as np
 import psycopg
 
 from .common import ms, p50, p95, section
-from .sealed_vectors import DIMS, MODEL, _sealed, _seed, _unit
+from .sealed_vectors import DIMS, MODEL, _sealed, _seed, near, users_with_keys
 
 SPACE = 50_000
 NEIGHBOURS = 1_000
@@ -85,13 +84,9 @@ def _measure(admin: Any, at: Any, dek: bytes, queries: list[np.ndarray]) -> dict
 def crowded_figures() -> None:
     from threadpoolctl import threadpool_limits
 
-    from sessionvault.core.keys import WrappedKey
-    from sessionvault.db.pool import Database, Tenant
+    from sessionvault.db.pool import Tenant
     from sessionvault.local.host import embedded
-    from sessionvault.runtime import key_provider
-    from sessionvault.service import accounts, vector_index
-
-    from .common import make_settings
+    from sessionvault.service import vector_index
 
     large = int(os.environ.get("BENCH_CROWD_SIZE", "1000000"))
     threadpool_limits(limits=1, user_api="blas")
@@ -104,25 +99,16 @@ def crowded_figures() -> None:
     home = Path(tempfile.mkdtemp(prefix="sv-bench-crowded-"))
     try:
         db = embedded.start(home)
-        settings = make_settings(
-            db.admin_url, base64.b64encode(os.urandom(32)).decode(), "bench-crowded-salt-01"
+        admin, deks = users_with_keys(
+            db.admin_url, ["bench-space"] + [f"bench-other-{i}" for i in range(NEIGHBOURS)]
         )
-        provider = key_provider(settings)
-        admin = Database(db.admin_url, max_size=2)
-        space = accounts.create_user(admin, provider, "bench-space")
-        with admin.identity() as conn:
-            row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (space,)).fetchone()
-        dek = provider.unwrap(space, WrappedKey.from_row(row))
-        others = [accounts.create_user(admin, provider, f"bench-other-{i}") for i in range(NEIGHBOURS)]
+        space, *others = deks
+        dek = deks[space]
         stored = _seed(db.owner_url, {space: dek}, {space: SPACE}, np.random.default_rng(7))
         at = Tenant(space)
         vector_index.compact(admin, at, dek, MODEL)
         _, vectors = stored[space]
-        rng = np.random.default_rng(8)
-        queries = [
-            _unit(vectors[rng.integers(0, SPACE)] + 0.3 * _unit(rng.standard_normal(DIMS)))
-            for _ in range(QUERIES)
-        ]
+        queries = near(vectors, QUERIES, np.random.default_rng(8))
         figures = {}
         grown = 0
         for total in (2 * SPACE, large):

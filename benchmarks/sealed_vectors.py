@@ -45,6 +45,36 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
+def users_with_keys(admin_url: str, names: list[str]) -> tuple[Any, dict[str, bytes]]:
+    """An admin pool, and a user per name (in order) with its data key unwrapped."""
+    from sessionvault.core.keys import WrappedKey
+    from sessionvault.db.pool import Database
+    from sessionvault.runtime import key_provider
+    from sessionvault.service import accounts
+
+    from .common import make_settings
+
+    provider = key_provider(
+        make_settings(admin_url, base64.b64encode(os.urandom(32)).decode(), "bench-vectors-salt-0123")
+    )
+    admin = Database(admin_url, max_size=2)
+    deks = {}
+    for name in names:
+        user = accounts.create_user(admin, provider, name)
+        with admin.identity() as conn:
+            row = conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (user,)).fetchone()
+        deks[user] = provider.unwrap(user, WrappedKey.from_row(row))
+    return admin, deks
+
+
+def near(vectors: np.ndarray, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """`n` queries, each near a stored vector (as a paraphrase is near its session)."""
+    return [
+        _unit(vectors[rng.integers(0, len(vectors))] + 0.3 * _unit(rng.standard_normal(DIMS)))
+        for _ in range(n)
+    ]
+
+
 def _seed(
     owner_url: str,
     deks: dict[str, bytes],
@@ -120,14 +150,10 @@ def _seed(
 def vectors_figures() -> None:
     from threadpoolctl import threadpool_limits
 
-    from sessionvault.core.keys import WrappedKey
     from sessionvault.db import search
-    from sessionvault.db.pool import Database, Tenant
+    from sessionvault.db.pool import Tenant
     from sessionvault.local.host import embedded
-    from sessionvault.runtime import key_provider
-    from sessionvault.service import accounts, vector_index
-
-    from .common import make_settings
+    from sessionvault.service import vector_index
 
     counts = [int(s) for s in os.environ.get("BENCH_VECTOR_SIZES", "1000,10000,100000").split(",")]
     threadpool_limits(limits=1, user_api="blas")
@@ -141,18 +167,8 @@ def vectors_figures() -> None:
     home = Path(tempfile.mkdtemp(prefix="sv-bench-vectors-"))
     try:
         db = embedded.start(home)
-        settings = make_settings(
-            db.admin_url, base64.b64encode(os.urandom(32)).decode(), "bench-vectors-salt-0123"
-        )
-        provider = key_provider(settings)
-        admin = Database(db.admin_url, max_size=2)
-        users = {accounts.create_user(admin, provider, f"bench-{n}"): n for n in counts}
-        with admin.identity() as conn:
-            rows = {
-                u: conn.execute("SELECT dek_wrapped, key_id FROM users WHERE id = %s", (u,)).fetchone()
-                for u in users
-            }
-        deks = {u: provider.unwrap(u, WrappedKey.from_row(rows[u])) for u in users}
+        admin, deks = users_with_keys(db.admin_url, [f"bench-{n}" for n in counts])
+        users = dict(zip(deks, counts, strict=True))
         started = time.perf_counter()
         stored = _seed(db.owner_url, deks, users, np.random.default_rng(7))
         took = time.perf_counter() - started
@@ -166,10 +182,7 @@ def vectors_figures() -> None:
             vector_index.compact(admin, at, dek, MODEL)
             compacted = time.perf_counter() - started
             ids, vectors = stored[user_id]
-            queries = [
-                _unit(vectors[rng.integers(0, n)] + 0.3 * _unit(rng.standard_normal(DIMS)))
-                for _ in range(QUERIES)
-            ]
+            queries = near(vectors, QUERIES, rng)
             exact = [{str(ids[i]) for i in np.argsort(-(vectors @ q))[:TOP]} for q in queries]
             warm = vector_index.SegmentCache()
             _sealed(admin, at, dek, queries[0], warm)  # the warm cache filled once
