@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sessionvault.errors import ConfigError
 from sessionvault.local import config
 from sessionvault.local.host import statelock
 from sessionvault.local.host.statelock import StateLock
@@ -24,28 +23,6 @@ from sessionvault.names import DEFAULT_HOST, DEFAULT_PORT, LOCAL_USER, PORT_ENV
 if TYPE_CHECKING:
     from sessionvault.core.embedding.providers import Embedder
     from sessionvault.local.host.target import Target
-
-
-DB_CONNECT_TIMEOUT_S = 4  # per address tried: an unreachable database is named within 10 s
-
-
-def check_database(url: str, timeout_s: int = DB_CONNECT_TIMEOUT_S) -> None:
-    """Connect once before anything is printed: ConfigError naming the host and the reason
-    when the database cannot be reached (the pool would retry in the background forever)."""
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        params = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"DATABASE_URL is not a valid connection string: {exc}") from None
-    host = str(params.get("host") or params.get("hostaddr") or "localhost")
-    where = f"{host}:{params.get('port') or 5432}" if not host.startswith("/") else host
-    try:
-        psycopg.connect(url, connect_timeout=timeout_s, autocommit=True).close()
-    except psycopg.Error as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ConfigError(f"cannot reach the database at {where}: {reason[:400]}") from None
 
 
 def serve(
@@ -207,7 +184,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sock, lock = _claim(None if external else cfg.state, args.host, cfg.port)
     try:
         t = target.current(cfg=cfg)
-        check_database(t.settings.database_url)
+        target.check_database(t.settings.database_url)
     except BaseException:
         sock.close()
         if lock is not None:

@@ -1,7 +1,8 @@
 """Which database a command on this machine talks to: DATABASE_URL when it is set, else the
 embedded default (started on demand). Settings come from `Settings.from_env` either way, over
 the environment with the local configuration's server options in it (`config.server_env`);
-the embedded database only supplies its URLs, the master-key file and the audit salt.
+the embedded database only supplies its URLs, the master-key file and the audit salt;
+`check_database` says, before a server starts, whether that database answers.
 
 And which server the laptop-side commands (`connect`, `doctor`) talk to: `--url`, else
 $SESSIONVAULT_URL, else config.toml's url, else the stack `sessionvault deploy` saved here,
@@ -222,3 +223,25 @@ def default_key(env: Mapping[str, str], state: Path, url: str) -> tuple[str, str
         if key:
             return key, str(state / DEPLOYMENT_KEY_FILE)
     return "", ""
+
+
+DB_CONNECT_TIMEOUT_S = 4  # per address tried: an unreachable database is named within 10 s
+
+
+def check_database(url: str, timeout_s: int = DB_CONNECT_TIMEOUT_S) -> None:
+    """Connect once before anything is printed: ConfigError naming the host and the reason
+    when the database cannot be reached (the pool would retry in the background forever)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"DATABASE_URL is not a valid connection string: {exc}") from None
+    host = str(params.get("host") or params.get("hostaddr") or "localhost")
+    where = f"{host}:{params.get('port') or 5432}" if not host.startswith("/") else host
+    try:
+        psycopg.connect(url, connect_timeout=timeout_s, autocommit=True).close()
+    except psycopg.Error as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigError(f"cannot reach the database at {where}: {reason[:400]}") from None
